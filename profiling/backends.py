@@ -1,0 +1,84 @@
+"""Timers that run inside the child process: each measures repeated launches and returns schema rows.
+
+cupti   kernel activity records from CUPTI, through torch.profiler: device time of each kernel
+events  CUDA/HIP events recorded around each launch: device time of the whole launcher
+host    the host clock, for the CPU interpreter, where no device time exists (not meaningful)
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Callable
+
+from profiling.schema import KernelTiming
+
+Launch = Callable[[int], object]  # launch(i) runs launch number i
+
+
+# Host time to enqueue one launch, generously: the GPU is kept busy this long per launch so that
+# the events measure the kernels, not the host's launch overhead between them.
+_ENQUEUE_SECONDS = 100e-6
+_SLEEP_CYCLES_PER_SECOND = 2e9  # above any GPU clock, so the sleep lasts at least as long as intended
+
+
+class EventsTimer:
+    name = "events"
+    meaningful = True
+
+    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
+        import torch
+
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        torch.cuda._sleep(int(count * _ENQUEUE_SECONDS * _SLEEP_CYCLES_PER_SECOND))
+        for i in range(count):
+            starts[i].record()
+            launch(i)
+            ends[i].record()
+        torch.cuda.synchronize()
+        return [KernelTiming(subject, i, starts[i].elapsed_time(ends[i]) * 1e6) for i in range(count)]
+
+
+class CuptiTimer:
+    name = "cupti"
+    meaningful = True
+
+    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
+        import torch
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.profiler's notes on event cycles: not ours to act on
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for i in range(count):
+                    launch(i)
+                torch.cuda.synchronize()
+        kernels = sorted(
+            (event for event in prof.profiler.kineto_results.events() if event.device_type() == DeviceType.CUDA),
+            key=lambda event: event.start_ns(),
+        )
+        seen: dict[str, int] = {}
+        rows = []
+        for event in kernels:
+            instance = seen.get(event.name(), 0)
+            seen[event.name()] = instance + 1
+            rows.append(KernelTiming(event.name(), instance, float(event.duration_ns())))
+        return rows
+
+
+class HostTimer:
+    name = "host"
+    meaningful = False
+
+    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
+        rows = []
+        for i in range(count):
+            start = time.perf_counter_ns()
+            launch(i)
+            rows.append(KernelTiming(subject, i, float(time.perf_counter_ns() - start)))
+        return rows
+
+
+TIMERS = {timer.name: timer for timer in (CuptiTimer, EventsTimer, HostTimer)}

@@ -1,0 +1,95 @@
+"""Child process: loads a generated kernel module, times and checks its configs, writes CSV and JSON.
+
+Run as `python -m profiling.child JOB.json`. It is the unit of crash isolation: whatever a kernel
+does to this process, the tuner only loses the config that was running (see progress_path).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from profiling.job import ChildJob
+from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
+from profiling.backends import TIMERS
+
+MAX_ROTATING_SETS = 32
+
+
+def load_module(path: str):
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rotating_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int) -> int:
+    """How many input sets to cycle through so that a launch finds none of its inputs in L2."""
+    wanted = -(-2 * l2_bytes // max(bytes_per_set, 1))
+    affordable = max(1, free_bytes // 4 // max(bytes_per_set, 1))
+    return max(1, min(wanted, affordable, MAX_ROTATING_SETS))
+
+
+def _operand_sets(module, job: ChildJob, device: str) -> list:
+    problem = module.PROBLEM
+    first = module.make_operands(problem, device, seed=job.seed)
+    bytes_per_set = sum(t.numel() * t.element_size() for t in first)
+    free_bytes = 0
+    if device == "cuda":
+        import torch
+
+        free_bytes = torch.cuda.mem_get_info()[0]
+    count = rotating_sets(bytes_per_set, job.l2_bytes, free_bytes) if job.l2_bytes else 1
+    return [first] + [module.make_operands(problem, device, seed=job.seed + i) for i in range(1, count)]
+
+
+class _Progress:
+    def __init__(self, path: str):
+        self._handle = open(path, "a")
+
+    def mark(self, event: str, name: str) -> None:
+        self._handle.write(f"{event} {name}\n")
+        self._handle.flush()
+
+
+def run(job: ChildJob) -> None:
+    module = load_module(job.module_path)
+    device = "cpu" if module.INTERPRETED else "cuda"
+    timer = TIMERS[job.timer]()
+    progress = _Progress(job.progress_path)
+    count = job.warmup + job.iters
+    sets = _operand_sets(module, job, device) if job.time_configs or job.baseline else []
+
+    for name in job.time_configs:
+        progress.mark("start", name)
+        launcher = module.LAUNCHERS[name]
+        rows = timer.measure(f"matmul_kernel_{name}", lambda i: launcher(*sets[i % len(sets)]), count)
+        if device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()  # a fault surfaces here, while this config is the one marked
+        append_rows(Path(job.csv_path), rows)
+        progress.mark("done", name)
+
+    if job.baseline:
+        import torch
+
+        progress.mark("start", BASELINE_NAME)
+        rows = timer.measure(BASELINE_NAME, lambda i: torch.matmul(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2]),
+                             count)
+        append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))
+        progress.mark("done", BASELINE_NAME)
+
+    errors = {}
+    for name in job.check_configs:
+        progress.mark("start", name)
+        errors[name] = module.check_config(module.LAUNCHERS[name], module.PROBLEM, device, seed=job.seed + 1000)
+        progress.mark("done", name)
+    if job.check_configs:
+        Path(job.check_path).write_text(json.dumps(errors))
+
+
+if __name__ == "__main__":
+    run(ChildJob.load(Path(sys.argv[1])))

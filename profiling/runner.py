@@ -1,0 +1,105 @@
+"""Parent side of the child process: starts it, watches it, and restarts it past a config that kills it.
+
+A config whose launch crashes the child (GPU fault, abort) or hangs past `config_timeout` seconds is
+recorded as failed with the reason, and a new child carries on with the configs not yet done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from profiling.job import ChildJob
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_POLL_SECONDS = 0.05
+
+
+class ChildFailed(RuntimeError):
+    """The child died before it ran any config: nothing to blame on a kernel."""
+
+
+@dataclass
+class ChildOutcome:
+    failed: dict[str, str] = field(default_factory=dict)  # config name -> reason
+    errors: dict[str, float] = field(default_factory=dict)  # check results: config name -> relative error
+    restarts: int = 0
+
+
+def _read_progress(path: Path) -> tuple[set[str], str | None]:
+    """Names finished, and the name started but not finished (the one running when the child stopped)."""
+    done: set[str] = set()
+    running = None
+    if path.exists():
+        for line in path.read_text().splitlines():
+            event, _, name = line.partition(" ")
+            if event == "start":
+                running = name
+            elif event == "done":
+                done.add(name)
+                running = None
+    return done, running
+
+
+def _child_env(interpret: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log) -> tuple[int, str]:
+    """Run one child to its end; returns (exit code, last lines of stderr). A hang is killed."""
+    job.save(job_path)
+    stderr_path = job_path.with_suffix(".stderr")
+    progress = Path(job.progress_path)
+    with open(stderr_path, "w") as stderr:
+        child = subprocess.Popen([sys.executable, "-m", "profiling.child", str(job_path)], cwd=PROJECT_ROOT,
+                                 env=_child_env(interpret), stdout=stderr, stderr=subprocess.STDOUT)
+        last_change, last_size = time.monotonic(), -1
+        while child.poll() is None:
+            size = progress.stat().st_size if progress.exists() else 0
+            if size != last_size:
+                last_change, last_size = time.monotonic(), size
+            elif time.monotonic() - last_change > config_timeout:
+                child.kill()
+                child.wait()
+                return -9, f"no progress for {config_timeout:.0f} s (hang), killed"
+            time.sleep(_POLL_SECONDS)
+    text = stderr_path.read_text(errors="replace").strip().splitlines()
+    if log and text:
+        log("\n".join(text[-20:]))
+    return child.returncode, " | ".join(text[-3:])
+
+
+def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None) -> ChildOutcome:
+    """Run `job` in child processes until every config is done or known to fail."""
+    outcome = ChildOutcome()
+    progress = Path(job.progress_path)
+    progress.unlink(missing_ok=True)
+    pending = replace(job)
+    while True:
+        code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log)
+        done, running = _read_progress(progress)
+        if code == 0:
+            break
+        if running is None:
+            raise ChildFailed(f"profiling child failed before any config ran (exit {code}): {reason}")
+        outcome.failed[running] = f"child died (exit {code}): {reason}"
+        outcome.restarts += 1
+        finished = done | set(outcome.failed)
+        pending = replace(
+            pending,
+            time_configs=[c for c in pending.time_configs if c not in finished],
+            check_configs=[c for c in pending.check_configs if c not in finished],
+            baseline=pending.baseline and "torch.matmul" not in finished,
+        )
+    if job.check_configs and Path(job.check_path).exists():
+        outcome.errors = json.loads(Path(job.check_path).read_text())
+    return outcome

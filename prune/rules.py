@@ -1,0 +1,126 @@
+"""Pruning rules: which configs of the range space are worth compiling for one size on one GPU.
+
+Each rule is a predicate on (problem, config, device) that says whether a config is kept. The seed's
+rules are here, written against the GPU's own facts (`DeviceProfile`) instead of numbers for one card.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from prune.config import Config
+from prune.device import DeviceProfile
+from tuner.problem import GemmProblem
+
+# Triton's smallest dot operand along K is 16 elements; K not a multiple of it cannot be split evenly.
+_MIN_BLOCK_K = 16
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def output_tiles(problem: GemmProblem, config: Config) -> int:
+    return cdiv(problem.M, config.BLOCK_SIZE_M) * cdiv(problem.N, config.BLOCK_SIZE_N)
+
+
+def k_iterations(problem: GemmProblem, config: Config) -> int:
+    return cdiv(problem.K, config.BLOCK_SIZE_K * config.SPLIT_K)
+
+
+def even_k(problem: GemmProblem, config: Config) -> bool:
+    """True when the K loop needs no mask: SPLIT_K·BLOCK_K divides K."""
+    return problem.K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0
+
+
+def shared_memory_bytes(problem: GemmProblem, config: Config) -> int:
+    """Shared memory the software pipeline holds: one A and one B tile per stage."""
+    tile_a = config.BLOCK_SIZE_M * config.BLOCK_SIZE_K * problem.dtype_a.bytes
+    tile_b = config.BLOCK_SIZE_K * config.BLOCK_SIZE_N * problem.dtype_b.bytes
+    return config.num_stages * (tile_a + tile_b)
+
+
+def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Every warp must own at least one instruction tile, else warps duplicate work.
+    instr_k = device.instr_k(problem.dtype_a.bytes)
+    return (
+        config.BLOCK_SIZE_M >= device.instr_m
+        and config.BLOCK_SIZE_N >= device.instr_n
+        and config.BLOCK_SIZE_K >= instr_k
+        and config.BLOCK_SIZE_M * config.BLOCK_SIZE_N >= config.num_warps * device.instr_m * device.instr_n
+    )
+
+
+def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Seed rule: SPLIT_K·BLOCK_K divides K, so the K loop needs no mask. A K that is not a multiple
+    # of the smallest BLOCK_K has no such config; there the masked K loop is used instead, with no
+    # split and no more than one block of padding.
+    if problem.K % _MIN_BLOCK_K == 0:
+        return even_k(problem, config)
+    return config.SPLIT_K == 1 and config.BLOCK_SIZE_K < problem.K + _MIN_BLOCK_K
+
+
+def _split_k_only_for_small_grids(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Splitting K pays only when the output tiles alone cannot fill the GPU (M and N small).
+    if config.SPLIT_K == 1:
+        return True
+    return output_tiles(problem, config) < device.sm_count
+
+
+def _group_m(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Seed rule: grouping rows of tiles needs more than GROUP_M tile rows; otherwise GROUP_M is 1.
+    return config.GROUP_SIZE_M == 1 or config.GROUP_SIZE_M * config.BLOCK_SIZE_M < problem.M
+
+
+def _shared_memory(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    return shared_memory_bytes(problem, config) <= device.max_shared_bytes
+
+
+def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # The fp32 accumulator lives in registers; past half the per-thread budget the rest of the
+    # kernel (addresses, operands) spills to local memory.
+    threads = config.num_warps * device.warp_size
+    return config.BLOCK_SIZE_M * config.BLOCK_SIZE_N / threads <= device.max_registers_per_thread // 2
+
+
+def _block_not_oversized(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # ROCm script rule: a block over twice the matrix dimension computes mostly padding.
+    return config.BLOCK_SIZE_M <= max(device.instr_m, 2 * problem.M) and config.BLOCK_SIZE_N <= max(
+        device.instr_n, 2 * problem.N
+    )
+
+
+def _large_gemm(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # When 128x128 tiles already give every SM work, thin tiles or few warps cannot feed the
+    # matrix units: their operand loads per multiply-add are too many (ROCm script's large-GEMM rule).
+    if output_tiles(problem, Config(128, 128, 16)) < device.sm_count:
+        return True
+    return min(config.BLOCK_SIZE_M, config.BLOCK_SIZE_N) >= 64 and config.BLOCK_SIZE_K >= 32 and config.num_warps >= 4
+
+
+def _stages_within_k_loop(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # A pipeline deeper than the K loop has nothing to prefetch; such configs repeat shallower ones.
+    return config.num_stages <= k_iterations(problem, config) + 1
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    keep: Callable[[GemmProblem, Config, DeviceProfile], bool]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),
+    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16)", _k_tiling),
+    Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids),
+    Rule("group_m", "GROUP_M*BLOCK_M < M, else GROUP_M=1", _group_m),
+    Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory),
+    Rule("registers", "fp32 accumulator <= half the registers of a thread", _accumulator_registers),
+    Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized),
+    Rule("large_gemm", "when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= 32, num_warps >= 4", _large_gemm),
+    Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop),
+)
+
+RULES_BY_NAME = {rule.name: rule for rule in RULES}

@@ -1,0 +1,64 @@
+"""The hard-coded full range space, as in the seed: every combination of these values is a candidate."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from prune.config import Config
+
+
+@dataclass(frozen=True)
+class RangeSpace:
+    block_m: tuple[int, ...] = (16, 32, 64, 128, 256)
+    block_n: tuple[int, ...] = (16, 32, 64, 128, 256)
+    block_k: tuple[int, ...] = (16, 32, 64, 128, 256)
+    group_m: tuple[int, ...] = (1, 4, 8, 16, 32)
+    split_k: tuple[int, ...] = (1, 2, 4, 8, 16)
+    num_warps: tuple[int, ...] = (1, 2, 4, 8)
+    num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
+
+    def configs(self) -> list[Config]:
+        return [
+            Config(bm, bn, bk, gm, sk, nw, ns)
+            for bm, bn, bk, gm, sk, nw, ns in itertools.product(
+                self.block_m, self.block_n, self.block_k, self.group_m, self.split_k, self.num_warps, self.num_stages
+            )
+        ]
+
+    def __len__(self) -> int:
+        size = 1
+        for values in (self.block_m, self.block_n, self.block_k, self.group_m, self.split_k, self.num_warps,
+                       self.num_stages):
+            size *= len(values)
+        return size
+
+
+FULL_SPACE = RangeSpace()
+
+
+_SPACE_KEYS = {
+    "BLOCK_SIZE_M": "block_m", "BLOCK_SIZE_N": "block_n", "BLOCK_SIZE_K": "block_k", "GROUP_SIZE_M": "group_m",
+    "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages",
+}
+
+
+def space_from_mapping(mapping: object, where: str) -> RangeSpace:
+    """A RangeSpace whose listed fields replace the full space's values, e.g. {BLOCK_SIZE_M: [64, 128]}.
+
+    Raises ValueError naming the field at fault."""
+    if not isinstance(mapping, dict):
+        raise ValueError(f"{where}: must be a mapping of config field -> list of values")
+    values = {}
+    for key, choices in mapping.items():
+        if key not in _SPACE_KEYS:
+            raise ValueError(f"{where}: unknown field {key!r}; use {', '.join(_SPACE_KEYS)}")
+        if isinstance(choices, int) and not isinstance(choices, bool):
+            choices = [choices]
+        if (not isinstance(choices, list) or not choices
+                or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in choices)):
+            raise ValueError(f"{where}: {key} must be a positive integer or a non-empty list of them")
+        if key.startswith("BLOCK_SIZE") and any(c & (c - 1) for c in choices):
+            raise ValueError(f"{where}: {key} values must be powers of two (tl.arange needs them)")
+        values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))
+    return RangeSpace(**values)

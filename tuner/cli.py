@@ -1,0 +1,191 @@
+"""Command line of tune_gemm (flag names as in the ROCm tuning script) and the run it drives."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from profiling import PROFILERS, choose_timer
+from profiling.postprocess import STATISTICS
+from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
+from prune.space import FULL_SPACE, RangeSpace, space_from_mapping
+from tuner.compile import default_jobs
+from tuner.dtypes import DTYPES, check_combination, dtype_named
+from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
+from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_config, tune_size
+from tuner.problem import GemmProblem
+from tuner.report import print_outcome
+from tuner.results import ResultEntry, check_writable, record
+from tuner.sizes import SizeRequest, check_size, load_sizes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tune_gemm", description="Find the fastest Triton GEMM config per size.")
+    parser.add_argument("-m", type=int, help="M of C[M,N] = A[M,K] @ B[K,N]")
+    parser.add_argument("-n", type=int, help="N")
+    parser.add_argument("-k", type=int, help="K")
+    parser.add_argument("--gemm_size_file", type=Path, help="YAML list of {M, N, K} entries (a results file works)")
+    parser.add_argument("--tuning_results_file", type=Path, default=Path("output_tuning.yaml"),
+                        help="results YAML, one entry per size, rewritten after each size")
+    parser.add_argument("--compare", action="store_true", help="check each winner against a float64 reference")
+    parser.add_argument("--compare_wo_tuning", action="store_true",
+                        help="check the configs recorded in --gemm_size_file, no tuning; exit 1 if any fails")
+    for operand in ("a", "b", "c"):
+        parser.add_argument(f"-dtype_{operand}", f"--dtype_{operand}", default="fp16",
+                            help=f"element type of {operand.upper()}: {', '.join(DTYPES)}")
+    parser.add_argument("-col_a", "--col_a", action="store_true", help="A is column-major")
+    parser.add_argument("-col_b", "--col_b", action="store_true", help="B is column-major")
+    parser.add_argument("--jobs", type=int, default=default_jobs(), help="compile workers (default: CPU count)")
+    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA)")
+    parser.add_argument("--iters", type=int, default=20, help="timed launches per config (after warm-up)")
+    parser.add_argument("--warmup", type=int, default=5, help="warm-up launches per config, dropped")
+    parser.add_argument("--statistic", choices=STATISTICS, default="median",
+                        help="median of the timed launches, or the seed's 'last' launch")
+    parser.add_argument("--space", type=Path, help="YAML mapping config field -> values replacing the full space")
+    parser.add_argument("--config_timeout", type=float, default=300.0,
+                        help="seconds a config may run without progress before it is killed as hung")
+    parser.add_argument("--keep", action="store_true", help="keep generated kernel files and profiler CSVs")
+    parser.add_argument("--verbose", action="store_true", help="print failures and the child's output")
+    parser.add_argument("--interpret", action="store_true",
+                        help="run on the CPU under the Triton interpreter: correctness only, times not meaningful")
+    return parser
+
+
+def _defaults(args: argparse.Namespace) -> GemmProblem:
+    dtype_a, dtype_b, dtype_c = (dtype_named(getattr(args, f"dtype_{x}"), f"-dtype_{x}") for x in "abc")
+    check_combination(dtype_a, dtype_b, dtype_c)
+    return GemmProblem(1, 1, 1, dtype_a, dtype_b, dtype_c, col_a=args.col_a, col_b=args.col_b)
+
+
+def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeRequest]:
+    sizes_given = [value is not None for value in (args.m, args.n, args.k)]
+    if args.gemm_size_file and any(sizes_given):
+        raise UserError("give either -m -n -k or --gemm_size_file, not both")
+    if args.gemm_size_file:
+        return load_sizes(args.gemm_size_file, defaults)
+    if args.compare_wo_tuning:
+        raise UserError("--compare_wo_tuning needs --gemm_size_file (a results file with configs)")
+    if not all(sizes_given):
+        raise UserError("give the size as -m M -n N -k K, or a --gemm_size_file")
+    for flag, value in (("-m", args.m), ("-n", args.n), ("-k", args.k)):
+        if value < 1:
+            raise UserError(f"{flag} must be positive, got {value}")
+    check_size(args.m, args.n, args.k, "size")
+    problem = GemmProblem(args.m, args.n, args.k, defaults.dtype_a, defaults.dtype_b, defaults.dtype_c,
+                          defaults.col_a, defaults.col_b)
+    return [SizeRequest(problem, None)]
+
+
+def _space(path: Path | None) -> RangeSpace:
+    if path is None:
+        return FULL_SPACE
+    try:
+        return space_from_mapping(yaml.safe_load(path.read_text()), f"space file {path}")
+    except OSError:
+        raise UserError(f"space file {path} cannot be read") from None
+    except yaml.YAMLError:
+        raise UserError(f"space file {path} is not valid YAML") from None
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.compare and args.compare_wo_tuning:
+        raise UserError("--compare and --compare_wo_tuning exclude each other")
+    for flag, value, least in (("--jobs", args.jobs, 1), ("--iters", args.iters, 1), ("--warmup", args.warmup, 0)):
+        if value < least:
+            raise UserError(f"{flag} must be at least {least}, got {value}")
+    if args.config_timeout <= 0:
+        raise UserError(f"--config_timeout must be positive, got {args.config_timeout}")
+
+
+def _device(args: argparse.Namespace) -> DeviceProfile:
+    if args.interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+        return INTERPRETER_PROFILE
+    return detect_device()
+
+
+def _compare_wo_tuning(requests: list[SizeRequest], settings: TuneSettings, console: Console, where: Path) -> int:
+    configs = [require_config(r.config, f"{where} entry {i + 1}") for i, r in enumerate(requests)]
+    failures = 0
+    for request, config in zip(requests, configs):
+        try:
+            error = check_recorded(request.problem, config, settings)
+        except SizeFailed as failure:
+            error, note = float("inf"), f" ({failure})"
+        else:
+            note = ""
+        ok = error <= request.problem.dtype_a.tolerance
+        failures += not ok
+        console.print(f"{'PASS' if ok else 'FAIL'} {request.problem.label} {config}: relative error {error:.2e} "
+                      f"(tolerance {request.problem.dtype_a.tolerance:.0e}){note}", markup=False)
+    console.print(f"{len(requests) - failures} passed, {failures} failed")
+    return EXIT_WRONG_RESULT if failures else EXIT_OK
+
+
+def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneSettings, device: DeviceProfile,
+          console: Console) -> int:
+    check_writable(args.tuning_results_file)
+    exit_code, timed, started = EXIT_OK, 0, time.perf_counter()
+    for request in requests:
+        problem = request.problem
+        with Progress(TextColumn("compile {task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), console=console, transient=True) as bar:
+            task = bar.add_task(problem.label, total=None)
+            try:
+                outcome = tune_size(problem, device, settings, args.compare, log=console.print,
+                                    on_compiled=lambda _: bar.advance(task))
+            except SizeFailed as failure:
+                console.print(f"FAILED {problem.label}: {failure}", markup=False)
+                exit_code = EXIT_WRONG_RESULT
+                continue
+        record(args.tuning_results_file, ResultEntry(
+            problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us), device.name,
+            settings.timer, outcome.matmul_time_us))
+        timed += len(outcome.timings)
+        print_outcome(console, outcome, meaningful=not settings.interpret, verbose=settings.verbose)
+        if outcome.check_error is not None:
+            ok = outcome.check_error <= problem.dtype_a.tolerance
+            console.print(f"{'PASS' if ok else 'FAIL'} {problem.label} winner {outcome.winner}: relative error "
+                          f"{outcome.check_error:.2e} (tolerance {problem.dtype_a.tolerance:.0e})", markup=False)
+            exit_code = exit_code or (EXIT_OK if ok else EXIT_WRONG_RESULT)
+    seconds = time.perf_counter() - started
+    console.print(f"tuned {len(requests)} size(s), {timed} configs timed in {seconds:.1f} s "
+                  f"({timed / seconds:.1f} configs/s); results in {args.tuning_results_file}")
+    return exit_code
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    _check_numbers(args)
+    requests = _requests(args, _defaults(args))
+    space = _space(args.space)
+    device = _device(args)
+    settings = TuneSettings(
+        timer=choose_timer(args.profiler, device.vendor), jobs=args.jobs, warmup=args.warmup, iters=args.iters,
+        statistic=args.statistic, interpret=args.interpret, keep=args.keep, space=space,
+        config_timeout=args.config_timeout, verbose=args.verbose,
+    )
+    if args.compare_wo_tuning:
+        return _compare_wo_tuning(requests, settings, console, args.gemm_size_file)
+    console.print(f"device: {device.name}; timer: {settings.timer}")
+    return _tune(requests, args, settings, device, console)
+
+
+def main(argv: list[str] | None = None) -> int:
+    console = Console(highlight=False)
+    try:
+        return run(build_parser().parse_args(argv), console)
+    except UserError as error:
+        print(f"tune_gemm: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("tune_gemm: interrupted; sizes finished so far are in the results file", file=sys.stderr)
+        return 130

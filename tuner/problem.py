@@ -1,0 +1,41 @@
+"""`GemmProblem`: what is tuned — C[M,N] = A[M,K] @ B[K,N] with given layouts and element types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.dtypes import DType
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    M: int
+    N: int
+    K: int
+    dtype_a: DType
+    dtype_b: DType
+    dtype_c: DType
+    col_a: bool = False  # A stored column-major (ROCm files: rowMajorA 'N')
+    col_b: bool = False
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def label(self) -> str:
+        layout = ("N" if self.col_a else "T") + ("N" if self.col_b else "T")
+        return f"{self.M}x{self.N}x{self.K} {self.dtype_a.name}->{self.dtype_c.name} {layout}"
+
+    @property
+    def file_tag(self) -> str:
+        """Suffix of generated file names, as the seed: generated_kernel<M><N><K>.py (plus layout/dtype when not default)."""
+        tag = f"{self.M}{self.N}{self.K}"
+        if self.col_a or self.col_b:
+            tag += f"_{'N' if self.col_a else 'T'}{'N' if self.col_b else 'T'}"
+        if (self.dtype_a.name, self.dtype_c.name) != ("fp16", "fp16"):
+            tag += f"_{self.dtype_a.name}_{self.dtype_c.name}"
+        return tag
+
+    def tflops(self, time_us: float) -> float:
+        return self.flops / (time_us * 1e-6) / 1e12

@@ -1,0 +1,39 @@
+"""What a run prints: per-size summaries and the top-5 table (rich), with torch.matmul beside the winner."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from tuner.pipeline import SizeOutcome
+
+TOP = 5
+
+
+def top_table(outcome: SizeOutcome, meaningful: bool) -> Table:
+    problem = outcome.problem
+    title = f"{problem.label}: top {min(TOP, len(outcome.timings))} of {len(outcome.timings)} timed configs"
+    if not meaningful:
+        title += " (interpreter: times NOT meaningful)"
+    table = Table(title=title)
+    for column, justify in (("#", "right"), ("config", "left"), ("time (us)", "right"), ("TFLOP/s", "right"),
+                            ("vs torch.matmul", "right")):
+        table.add_column(column, justify=justify)
+    baseline = outcome.matmul_time_us
+    for rank, row in enumerate(outcome.timings.head(TOP).itertuples(), start=1):
+        ratio = f"{baseline / row.time_us:.2f}x" if baseline else "-"
+        table.add_row(str(rank), row.config, f"{row.time_us:.2f}", f"{problem.tflops(row.time_us):.2f}", ratio)
+    if baseline:
+        table.add_row("", "torch.matmul", f"{baseline:.2f}", f"{problem.tflops(baseline):.2f}", "1.00x",
+                      style="dim")
+    return table
+
+
+def print_outcome(console: Console, outcome: SizeOutcome, meaningful: bool, verbose: bool) -> None:
+    console.print(top_table(outcome, meaningful))
+    stages = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in outcome.seconds.items())
+    console.print(f"compiled {len(outcome.compiled.compiled)}, compile failures {len(outcome.compiled.failed)}, "
+                  f"runtime failures {len(outcome.profiled.failed)}; {stages}")
+    if verbose:
+        for name, reason in outcome.failed.items():
+            console.print(f"  failed {name}: {reason}", markup=False)

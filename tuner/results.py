@@ -1,0 +1,97 @@
+"""The tuning results YAML: one entry per size, in the ROCm script's output_tuning.yaml layout.
+
+An entry holds M N K rowMajorA rowMajorB and the config fields (readable by the ROCm script and
+usable as a sizes-file entry), then what we measured: dtypes, GPU, time, TFLOP/s, profiler.
+The file is rewritten atomically after each size, so it is valid YAML at every moment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from prune.config import Config
+from tuner.errors import UserError
+from tuner.problem import GemmProblem
+
+
+@dataclass(frozen=True)
+class ResultEntry:
+    problem: GemmProblem
+    config: Config
+    time_us: float
+    tflops: float
+    gpu: str
+    profiler: str
+    matmul_time_us: float | None = None  # torch.matmul on the same inputs, same timer
+
+    def to_mapping(self) -> dict:
+        p = self.problem
+        mapping = {
+            "M": p.M, "N": p.N, "K": p.K,
+            "rowMajorA": "N" if p.col_a else "T",
+            "rowMajorB": "N" if p.col_b else "T",
+            **self.config.as_dict(),
+            "dtype_a": p.dtype_a.name, "dtype_b": p.dtype_b.name, "dtype_c": p.dtype_c.name,
+            "gpu": self.gpu,
+            "time_us": round(self.time_us, 3),
+            "tflops": round(self.tflops, 2),
+            "profiler": self.profiler,
+        }
+        if self.matmul_time_us is not None:
+            mapping["matmul_time_us"] = round(self.matmul_time_us, 3)
+        return mapping
+
+
+def _key(mapping: dict) -> tuple:
+    return tuple(mapping.get(k) for k in ("M", "N", "K", "rowMajorA", "rowMajorB", "dtype_a", "dtype_b", "dtype_c"))
+
+
+def read_entries(path: Path) -> list[dict]:
+    """Raw entries of an existing results file ([] when there is none)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError:
+        raise UserError(f"results file {path} exists but is not valid YAML; move it away or choose another file") from None
+    if document is None:
+        return []
+    if not isinstance(document, list) or not all(isinstance(entry, dict) for entry in document):
+        raise UserError(f"results file {path} exists but is not a list of entries; move it away or choose another")
+    return document
+
+
+def dump_entries(entries: list[dict]) -> str:
+    """One flow-style line per entry, as the ROCm script writes them."""
+    return "".join(yaml.safe_dump([entry], default_flow_style=None, sort_keys=False, width=10_000)
+                   for entry in entries)
+
+
+def record(path: Path, entry: ResultEntry) -> None:
+    """Add (or replace, for the same size, layout and dtypes) one entry; atomic rewrite of the file."""
+    path = Path(path)
+    new = entry.to_mapping()
+    entries = [old for old in read_entries(path) if _key(old) != _key(new)] + [new]
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(dump_entries(entries))
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise UserError(f"cannot write results file {path}: {error.strerror}") from None
+
+
+def check_writable(path: Path) -> None:
+    """Fail before any tuning when the results file could not be written."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise UserError(f"results file {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"results file {path} is not writable")
+    read_entries(path)
