@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -82,13 +83,20 @@ def run(job: ChildJob) -> None:
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))
         progress.mark("done", BASELINE_NAME)
 
-    errors = {}
     for name in job.check_configs:
         progress.mark("start", name)
-        errors[name] = module.check_config(module.LAUNCHERS[name], module.PROBLEM, device, seed=job.seed + 1000)
+        error = module.check_config(module.LAUNCHERS[name], module.PROBLEM, device, seed=job.seed + 1000)
+        _save_check(Path(job.check_path), name, error)
         progress.mark("done", name)
-    if job.check_configs:
-        Path(job.check_path).write_text(json.dumps(errors))
+
+
+def _save_check(path: Path, name: str, error: float) -> None:
+    """Add one result to the check file, rewritten whole each time so a later crash loses nothing."""
+    errors = json.loads(path.read_text()) if path.exists() else {}
+    errors[name] = error
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(errors))
+    os.replace(temporary, path)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,8 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
     outcome = ChildOutcome()
     progress = Path(job.progress_path)
     progress.unlink(missing_ok=True)
+    if job.check_path:
+        Path(job.check_path).unlink(missing_ok=True)
     pending = replace(job)
     while True:
         code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log)

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     try:
         return run(build_parser().parse_args(argv), console)
     except UserError as error:

@@ -10,12 +10,9 @@ from tuner.pipeline import SizeOutcome
 TOP = 5
 
 
-def top_table(outcome: SizeOutcome, meaningful: bool) -> Table:
+def top_table(outcome: SizeOutcome) -> Table:
     problem = outcome.problem
-    title = f"{problem.label}: top {min(TOP, len(outcome.timings))} of {len(outcome.timings)} timed configs"
-    if not meaningful:
-        title += " (interpreter: times NOT meaningful)"
-    table = Table(title=title)
+    table = Table(title=f"{problem.label}: top {min(TOP, len(outcome.timings))} of {len(outcome.timings)} configs")
     for column, justify in (("#", "right"), ("config", "left"), ("time (us)", "right"), ("TFLOP/s", "right"),
                             ("vs torch.matmul", "right")):
         table.add_column(column, justify=justify)
@@ -30,7 +27,9 @@ def top_table(outcome: SizeOutcome, meaningful: bool) -> Table:
 
 
 def print_outcome(console: Console, outcome: SizeOutcome, meaningful: bool, verbose: bool) -> None:
-    console.print(top_table(outcome, meaningful))
+    console.print(top_table(outcome))
+    if not meaningful:
+        console.print("times are host times under the Triton interpreter: NOT meaningful, correctness only")
     stages = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in outcome.seconds.items())
     console.print(f"compiled {len(outcome.compiled.compiled)}, compile failures {len(outcome.compiled.failed)}, "
                   f"runtime failures {len(outcome.profiled.failed)}; {stages}")

@@ -1,0 +1,34 @@
+"""Shared fixtures: import paths, a small range space (object and file), the interpreter switch."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from prune.space import RangeSpace  # noqa: E402
+from helpers import SMALL_SPACE_YAML  # noqa: E402
+
+
+@pytest.fixture
+def small_space() -> RangeSpace:
+    return RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16, 32), group_m=(1, 2), split_k=(1, 2),
+                      num_warps=(1,), num_stages=(1, 2))
+
+
+@pytest.fixture
+def space_file(tmp_path: Path) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(SMALL_SPACE_YAML)
+    return path
+
+
+@pytest.fixture
+def interpreter_env(monkeypatch):
+    """Triton's interpreter for kernels run in this process (the generated module reads it at import)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")

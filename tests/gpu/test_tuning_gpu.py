@@ -1,0 +1,65 @@
+"""On a GPU (`pytest -m gpu`, device machine): tune real sizes with each timer and check the winners."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import yaml
+
+from tuner.cli import main
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+SIZES = [(16, 4096, 4096), (512, 512, 512), (1000, 1000, 1000)]
+GPU_SPACE = """\
+BLOCK_SIZE_M: [16, 64, 128]
+BLOCK_SIZE_N: [32, 64, 128]
+BLOCK_SIZE_K: [32, 64]
+GROUP_SIZE_M: [1, 8]
+SPLIT_K: [1, 4]
+num_warps: [4, 8]
+num_stages: [3, 4]
+"""
+H100_FP16_PEAK_TFLOPS = 990  # dense fp16 tensor-core peak: no honest timing can beat it
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """Results of tuning SIZES once per timer: {timer: [entries]}."""
+    directory = tmp_path_factory.mktemp("gpu")
+    space = directory / "space.yaml"
+    space.write_text(GPU_SPACE)
+    sizes = directory / "sizes.yaml"
+    sizes.write_text("".join(f"- {{M: {m}, N: {n}, K: {k}}}\n" for m, n, k in SIZES))
+    results = {}
+    for timer in ("cupti", "events"):
+        out = directory / f"{timer}.yaml"
+        code = main(["--gemm_size_file", str(sizes), "--space", str(space), "--profiler", timer, "--compare",
+                     "--tuning_results_file", str(out)])
+        assert code == 0
+        results[timer] = yaml.safe_load(out.read_text())
+    return results
+
+
+@pytest.mark.parametrize("timer", ["cupti", "events"])
+def test_every_size_has_a_checked_plausible_winner(tuned, timer):
+    entries = tuned[timer]
+    assert [(e["M"], e["N"], e["K"]) for e in entries] == SIZES
+    for entry in entries:
+        assert entry["profiler"] == timer
+        assert 0 < entry["tflops"] < H100_FP16_PEAK_TFLOPS
+        assert entry["matmul_time_us"] > 0
+        # a tuned Triton kernel within 3x of cuBLAS: far slower means the timer or the kernel is broken
+        assert entry["time_us"] < 3 * entry["matmul_time_us"], entry
+
+
+def test_timers_agree_on_the_winners_speed(tuned):
+    for cupti, events in zip(tuned["cupti"], tuned["events"]):
+        # events time whole launches (a few us of gaps more); the winners must be about as fast
+        assert events["time_us"] == pytest.approx(cupti["time_us"], rel=0.25, abs=3.0), (cupti, events)
+
+
+def test_recorded_winners_pass_compare_wo_tuning(tuned, tmp_path):
+    out = tmp_path / "cupti.yaml"
+    out.write_text(yaml.safe_dump(tuned["cupti"]))
+    assert main(["--gemm_size_file", str(out), "--compare_wo_tuning"]) == 0

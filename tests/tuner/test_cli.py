@@ -1,0 +1,108 @@
+"""tuner.cli end to end on the CPU (Triton interpreter): tune, record, check, and refuse bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import yaml
+
+from helpers import problem
+from prune.config import Config
+from tuner.cli import main
+from tuner.sizes import load_sizes
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def _tune(tmp_path, space_file, *size_args, extra=()):
+    results = tmp_path / "out.yaml"
+    code = main([*size_args, "--interpret", "--space", str(space_file), "--compare", "--iters", "2", "--warmup", "1",
+                 "--tuning_results_file", str(results), *extra])
+    return code, results
+
+
+@pytest.mark.parametrize("M,N,K", [(16, 16, 16), (33, 17, 40)])
+def test_interpreter_run_tunes_checks_and_records(tmp_path, space_file, monkeypatch, capsys, M, N, K):
+    monkeypatch.chdir(tmp_path)
+    code, results = _tune(tmp_path, space_file, "-m", str(M), "-n", str(N), "-k", str(K))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "PASS" in out and "NOT meaningful" in out
+    [request] = load_sizes(results, problem(1, 1, 1))
+    assert (request.problem.M, request.problem.N, request.problem.K) == (M, N, K)
+    assert isinstance(request.config, Config)
+    entry = yaml.safe_load(results.read_text())[0]
+    assert entry["profiler"] == "host" and entry["gpu"] == "CPU (Triton interpreter)"
+    assert not list(tmp_path.glob("generated_kernel*")) and not (tmp_path / "tune_gemm_work").exists()
+
+
+def test_results_file_drives_compare_wo_tuning(tmp_path, space_file, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    sizes = tmp_path / "sizes.yaml"
+    sizes.write_text("- {M: 24, N: 40, K: 32, rowMajorA: N, rowMajorB: T}\n- {M: 16, N: 48, K: 64, dtype_a: bf16, "
+                     "dtype_b: bf16, dtype_c: bf16}\n")
+    code, results = _tune(tmp_path, space_file, "--gemm_size_file", str(sizes), extra=["--keep"])
+    assert code == 0, capsys.readouterr().out
+    assert len(list(tmp_path.glob("generated_kernel*.py"))) == 2  # --keep
+    capsys.readouterr()
+    assert main(["--gemm_size_file", str(results), "--compare_wo_tuning", "--interpret"]) == 0
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+def test_compare_wo_tuning_fails_on_a_wrong_entry(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "results.yaml"
+    good = "{M: 32, N: 32, K: 32, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, SPLIT_K: 2}"
+    # BLOCK_SIZE_N 24 is no power of two: the kernel cannot be built, so the entry cannot be trusted
+    wrong = "{M: 32, N: 32, K: 32, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 24, BLOCK_SIZE_K: 16}"
+    results.write_text(f"- {good}\n- {wrong}\n")
+    assert main(["--gemm_size_file", str(results), "--compare_wo_tuning", "--interpret"]) == 1
+    out = capsys.readouterr().out
+    assert "PASS 32x32x32" in out and "FAIL 32x32x32" in out and "1 passed, 1 failed" in out
+
+
+def test_compare_wo_tuning_needs_configs(tmp_path, capsys):
+    sizes = tmp_path / "sizes.yaml"
+    sizes.write_text("- {M: 16, N: 16, K: 16}\n")
+    assert main(["--gemm_size_file", str(sizes), "--compare_wo_tuning", "--interpret"]) == 2
+    assert "no config fields" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-m", "16", "-n", "16"], "give the size"),
+    (["-m", "0", "-n", "16", "-k", "16"], "-m must be positive"),
+    (["-m", "16", "-n", "16", "-k", "16", "-dtype_a", "fp64"], "not a known dtype"),
+    (["-m", "16", "-n", "16", "-k", "16", "-dtype_a", "fp8"], "not supported yet"),
+    (["-m", "16", "-n", "16", "-k", "16", "-dtype_a", "bf16"], "same dtype"),
+    (["-m", "16", "-n", "16", "-k", "16", "--profiler", "nsys"], "not known"),
+    (["-m", "16", "-n", "16", "-k", "16", "--profiler", "cupti"], "needs a GPU"),
+    (["-m", "16", "-n", "16", "-k", "16", "--jobs", "0"], "--jobs"),
+    (["-m", "16", "-n", "16", "-k", "16", "--compare", "--compare_wo_tuning"], "exclude each other"),
+    (["-m", "16", "-n", "16", "-k", "16", "--gemm_size_file", "x.yaml"], "not both"),
+    (["--gemm_size_file", "missing.yaml"], "does not exist"),
+    (["-m", "16", "-n", "16", "-k", "16", "--tuning_results_file", "/no/such/dir/out.yaml"], "does not exist"),
+    (["-m", "100000", "-n", "100000", "-k", "16"], "over the kernel's limit"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    assert main([*args, "--interpret"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bad_space_file_is_refused(tmp_path, capsys):
+    space = tmp_path / "space.yaml"
+    space.write_text("BLOCK_SIZE_M: [24]\n")
+    assert main(["-m", "16", "-n", "16", "-k", "16", "--interpret", "--space", str(space)]) == 2
+    assert "BLOCK_SIZE_M" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+def test_no_gpu_without_interpret_says_to_use_it(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "tune_gemm.py"), "-m", "16", "-n", "16", "-k", "16"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "--interpret" in run.stderr and "Traceback" not in run.stderr
