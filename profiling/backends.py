@@ -16,10 +16,12 @@ from profiling.schema import KernelTiming
 Launch = Callable[[int], object]  # launch(i) runs launch number i
 
 
-# Host time to enqueue one launch, generously: the GPU is kept busy this long per launch so that
-# the events measure the kernels, not the host's launch overhead between them.
+# Host time to enqueue one launch and its two events, generously. The GPU sleeps this long before
+# each launch so that the launch is queued before its start event runs: the events then measure the
+# kernels, not the host's launch overhead. A sleep per launch, not one up front, because a slow
+# launch (a kernel loaded from the cache on first use) would use up a single sleep.
 _ENQUEUE_SECONDS = 100e-6
-_SLEEP_CYCLES_PER_SECOND = 2e9  # above any GPU clock, so the sleep lasts at least as long as intended
+_SLEEP_CYCLES = int(_ENQUEUE_SECONDS * 2e9)  # 2 GHz is above any GPU clock: the sleep lasts at least that
 
 
 class EventsTimer:
@@ -31,8 +33,8 @@ class EventsTimer:
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        torch.cuda._sleep(int(count * _ENQUEUE_SECONDS * _SLEEP_CYCLES_PER_SECOND))
         for i in range(count):
+            torch.cuda._sleep(_SLEEP_CYCLES)
             starts[i].record()
             launch(i)
             ends[i].record()

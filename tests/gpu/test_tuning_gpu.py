@@ -49,14 +49,18 @@ def test_every_size_has_a_checked_plausible_winner(tuned, timer):
         assert entry["profiler"] == timer
         assert 0 < entry["tflops"] < H100_FP16_PEAK_TFLOPS
         assert entry["matmul_time_us"] > 0
-        # a tuned Triton kernel within 3x of cuBLAS: far slower means the timer or the kernel is broken
-        assert entry["time_us"] < 3 * entry["matmul_time_us"], entry
+        if all(dim % 16 == 0 for dim in (entry["N"], entry["K"])):
+            # a tuned Triton kernel within 3x of cuBLAS: far slower means the timer or the kernel is broken.
+            # (Leading dimensions that are no multiple of 16 elements get no vector loads: see README.)
+            assert entry["time_us"] < 3 * entry["matmul_time_us"], entry
 
 
 def test_timers_agree_on_the_winners_speed(tuned):
     for cupti, events in zip(tuned["cupti"], tuned["events"]):
-        # events time whole launches (a few us of gaps more); the winners must be about as fast
+        # events time whole launches (a few us of gaps more); the winners must be about as fast,
+        # and so must torch.matmul
         assert events["time_us"] == pytest.approx(cupti["time_us"], rel=0.25, abs=3.0), (cupti, events)
+        assert events["matmul_time_us"] == pytest.approx(cupti["matmul_time_us"], rel=0.25, abs=3.0)
 
 
 def test_recorded_winners_pass_compare_wo_tuning(tuned, tmp_path):
