@@ -1,0 +1,179 @@
+"""prune.config.Config: printable name, parsing it back, validation, building from a results entry."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prune.config import KERNEL_PREFIX, Config, ConfigNameError
+
+FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages")
+
+positive = st.integers(min_value=1, max_value=2**20)
+configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive)
+
+
+# --- printing -------------------------------------------------------------------------------------------------------
+
+
+def test_str_uses_rocm_tokens_in_field_order():
+    assert str(Config(64, 128, 32, 8, 2, 4, 3)) == "BM64_BN128_BK32_GM8_SK2_nW4_nS3"
+
+
+def test_str_of_defaults():
+    assert str(Config(16, 16, 16)) == "BM16_BN16_BK16_GM1_SK1_nW4_nS2"
+
+
+def test_kernel_name_has_prefix():
+    assert Config(32, 64, 16).kernel_name == "matmul_kernel_BM32_BN64_BK16_GM1_SK1_nW4_nS2"
+    assert KERNEL_PREFIX == "matmul_kernel_"
+
+
+def test_field_names_and_as_dict():
+    assert Config.field_names() == FIELDS
+    assert Config(64, 32, 16, 4, 1, 8, 5).as_dict() == {
+        "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 4, "SPLIT_K": 1,
+        "num_warps": 8, "num_stages": 5,
+    }
+
+
+# --- round trip -----------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(configs)
+def test_parse_str_round_trip(config):
+    assert Config.parse(str(config)) == config
+
+
+@settings(max_examples=150, deadline=None)
+@given(configs)
+def test_parse_kernel_name_round_trip(config):
+    assert Config.parse(config.kernel_name) == config
+
+
+@settings(max_examples=150, deadline=None)
+@given(configs, positive, positive, positive)
+def test_parse_rocm_size_prefix_round_trip(config, M, N, K):
+    assert Config.parse(f"M{M}_N{N}_K{K}_{config}") == config
+    assert Config.parse(f"{KERNEL_PREFIX}M{M}_N{N}_K{K}_{config}") == config
+
+
+@pytest.mark.parametrize("config", [
+    Config(16, 16, 16, 1, 1, 1, 1),
+    Config(256, 256, 256, 32, 16, 8, 5),
+    Config(128, 64, 32, 8, 4, 4, 3),
+    Config(32, 256, 64, 16, 1, 2, 4),
+])
+def test_round_trip_examples(config):
+    text = str(config)
+    assert Config.parse(text) == config
+    assert str(Config.parse(text)) == text
+
+
+def test_parse_rocm_style_name():
+    config = Config.parse("M16_N16_K16_BM32_BN64_BK16_GM4_SK2_nW8_nS3")
+    assert config == Config(32, 64, 16, 4, 2, 8, 3)
+
+
+def test_parse_strips_whitespace():
+    assert Config.parse("  BM16_BN32_BK64_GM1_SK1_nW4_nS2\n") == Config(16, 32, 64)
+
+
+def test_parse_fills_defaults_for_missing_optional_tokens():
+    assert Config.parse("BM64_BN32_BK16") == Config(64, 32, 16, 1, 1, 4, 2)
+
+
+def test_parse_accepts_tokens_in_any_order():
+    assert Config.parse("nS3_BK32_BN64_BM128_SK1_GM8_nW4") == Config(128, 64, 32, 8, 1, 4, 3)
+
+
+# --- rejection ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [
+    "",
+    "garbage",
+    "matmul_kernel_",
+    "BM16_BN16",  # no BK
+    "BN16_BK16",  # no BM
+    "BM16_BN16_BK16_XY4",  # unknown token
+    "BM16_BN16_BK16_nW",  # token without number
+    "BM16__BN16_BK16",  # empty token
+    "BM-16_BN16_BK16",  # negative
+    "BM0_BN16_BK16",  # zero
+    "BM16_BN16_BK16_nS0",
+    "BM16_BN16_BK16_GM1.5",
+    "16_BN16_BK16",  # number without token
+    "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
+    "torch.matmul",
+])
+def test_parse_rejects_garbage(name):
+    with pytest.raises(ConfigNameError):
+        Config.parse(name)
+
+
+def test_config_name_error_is_a_value_error():
+    assert issubclass(ConfigNameError, ValueError)
+
+
+def test_parse_error_names_the_bad_token():
+    with pytest.raises(ConfigNameError, match="XY4"):
+        Config.parse("BM16_BN16_BK16_XY4")
+
+
+def test_parse_error_names_missing_tokens():
+    with pytest.raises(ConfigNameError, match="missing BK"):
+        Config.parse("BM16_BN16")
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("bad", [0, -1, -64])
+def test_constructor_rejects_non_positive(field, bad):
+    values = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
+    values[field] = bad
+    with pytest.raises(ValueError, match=field):
+        Config(**values)
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("bad", [True, False, 16.0, "16", None])
+def test_constructor_rejects_bool_and_non_int(field, bad):
+    values = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
+    values[field] = bad
+    with pytest.raises(ValueError, match=field):
+        Config(**values)
+
+
+# --- from_mapping ---------------------------------------------------------------------------------------------------
+
+
+def test_from_mapping_ignores_extra_keys():
+    entry = {
+        "M": 4096, "N": 4096, "K": 4096, "rowMajorA": "T", "rowMajorB": "N",
+        "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "SPLIT_K": 1,
+        "num_warps": 8, "num_stages": 3, "dtype_a": "fp16", "gpu": "NVIDIA H100", "time_us": 123.4,
+        "tflops": 1000.0, "profiler": "events", "waves_per_eu": 0, "kpack": 2,
+    }
+    assert Config.from_mapping(entry) == Config(128, 256, 64, 8, 1, 8, 3)
+
+
+def test_from_mapping_uses_defaults_for_absent_optional_fields():
+    assert Config.from_mapping({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 64}) == Config(32, 16, 64)
+
+
+def test_from_mapping_validates_values():
+    with pytest.raises(ValueError, match="BLOCK_SIZE_K"):
+        Config.from_mapping({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 0})
+
+
+def test_from_mapping_of_as_dict_round_trip():
+    config = Config(64, 16, 128, 16, 8, 2, 5)
+    assert Config.from_mapping(config.as_dict()) == config
+
+
+def test_configs_order_and_hash():
+    a, b = Config(16, 16, 16), Config(32, 16, 16)
+    assert a < b
+    assert len({a, Config(16, 16, 16), b}) == 2

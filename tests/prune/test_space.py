@@ -1,0 +1,130 @@
+"""prune.space: the full range space and space files (space_from_mapping)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from helpers import SMALL_SPACE_YAML
+from prune.config import Config
+from prune.space import FULL_SPACE, RangeSpace, space_from_mapping
+
+
+def test_full_space_ranges_are_the_documented_ones():
+    assert FULL_SPACE.block_m == (16, 32, 64, 128, 256)
+    assert FULL_SPACE.block_n == (16, 32, 64, 128, 256)
+    assert FULL_SPACE.block_k == (16, 32, 64, 128, 256)
+    assert FULL_SPACE.group_m == (1, 4, 8, 16, 32)
+    assert FULL_SPACE.split_k == (1, 2, 4, 8, 16)
+    assert FULL_SPACE.num_warps == (1, 2, 4, 8)
+    assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
+    assert FULL_SPACE == RangeSpace()
+
+
+def test_full_space_bounds():
+    assert (min(FULL_SPACE.block_m), max(FULL_SPACE.block_m)) == (16, 256)
+    assert (min(FULL_SPACE.group_m), max(FULL_SPACE.group_m)) == (1, 32)
+    assert (min(FULL_SPACE.split_k), max(FULL_SPACE.split_k)) == (1, 16)
+    assert (min(FULL_SPACE.num_warps), max(FULL_SPACE.num_warps)) == (1, 8)
+    assert (min(FULL_SPACE.num_stages), max(FULL_SPACE.num_stages)) == (1, 5)
+
+
+def test_full_space_len_matches_configs():
+    configs = FULL_SPACE.configs()
+    assert len(FULL_SPACE) == len(configs) == 62_500
+    assert len(set(configs)) == 62_500
+    assert configs[0] == Config(16, 16, 16, 1, 1, 1, 1)
+    assert configs[-1] == Config(256, 256, 256, 32, 16, 8, 5)
+
+
+@pytest.mark.parametrize("space", [
+    RangeSpace(block_m=(64,), block_n=(64,), block_k=(32,), group_m=(1,), split_k=(1,), num_warps=(4,),
+               num_stages=(2,)),
+    RangeSpace(block_m=(16, 32), block_n=(16, 32, 64), block_k=(16,), group_m=(1, 8), split_k=(1,),
+               num_warps=(1, 2, 4), num_stages=(1, 3)),
+    RangeSpace(block_m=(128,), num_stages=(4,)),
+    RangeSpace(block_m=()),
+])
+def test_len_equals_number_of_configs(space):
+    configs = space.configs()
+    assert len(space) == len(configs)
+    for config in configs:
+        assert config.BLOCK_SIZE_M in space.block_m and config.BLOCK_SIZE_N in space.block_n
+        assert config.BLOCK_SIZE_K in space.block_k and config.GROUP_SIZE_M in space.group_m
+        assert config.SPLIT_K in space.split_k and config.num_warps in space.num_warps
+        assert config.num_stages in space.num_stages
+
+
+def test_small_space_fixture(small_space):
+    assert len(small_space) == 2 ** 6 == len(small_space.configs())
+
+
+# --- space_from_mapping ---------------------------------------------------------------------------------------------
+
+
+def test_space_from_valid_mapping():
+    space = space_from_mapping(
+        {"BLOCK_SIZE_M": [128, 64, 64], "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": [1, 8], "SPLIT_K": [1],
+         "num_warps": [8, 4], "num_stages": [3]},
+        "space file s.yaml",
+    )
+    assert space.block_m == (64, 128)  # sorted, duplicates removed
+    assert space.block_n == (256,)  # a single int is accepted
+    assert space.block_k == FULL_SPACE.block_k  # not listed: the full space's values
+    assert space.group_m == (1, 8)
+    assert space.split_k == (1,)
+    assert space.num_warps == (4, 8)
+    assert space.num_stages == (3,)
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1
+
+
+def test_space_from_small_space_yaml(small_space):
+    assert space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "x") == small_space
+
+
+def test_empty_mapping_is_the_full_space():
+    assert space_from_mapping({}, "x") == FULL_SPACE
+
+
+@pytest.mark.parametrize("mapping, field", [
+    ({"BLOCK_SIZE_Q": [16]}, "BLOCK_SIZE_Q"),
+    ({"block_m": [16]}, "block_m"),
+    ({"waves_per_eu": [0]}, "waves_per_eu"),
+    ({"BLOCK_SIZE_M": []}, "BLOCK_SIZE_M"),
+    ({"SPLIT_K": []}, "SPLIT_K"),
+    ({"BLOCK_SIZE_N": ["64"]}, "BLOCK_SIZE_N"),
+    ({"BLOCK_SIZE_N": "64"}, "BLOCK_SIZE_N"),
+    ({"num_warps": [4.0]}, "num_warps"),
+    ({"num_stages": [True]}, "num_stages"),
+    ({"num_stages": True}, "num_stages"),
+    ({"GROUP_SIZE_M": None}, "GROUP_SIZE_M"),
+    ({"GROUP_SIZE_M": {"a": 1}}, "GROUP_SIZE_M"),
+    ({"SPLIT_K": [-2]}, "SPLIT_K"),
+    ({"num_warps": [4, -4]}, "num_warps"),
+    ({"BLOCK_SIZE_K": [0]}, "BLOCK_SIZE_K"),
+    ({"BLOCK_SIZE_M": -16}, "BLOCK_SIZE_M"),
+    ({"BLOCK_SIZE_M": [48]}, "BLOCK_SIZE_M"),
+    ({"BLOCK_SIZE_N": [64, 96]}, "BLOCK_SIZE_N"),
+    ({"BLOCK_SIZE_K": [24]}, "BLOCK_SIZE_K"),
+])
+def test_space_from_mapping_names_the_bad_field(mapping, field):
+    with pytest.raises(ValueError) as info:
+        space_from_mapping(mapping, "space file my_space.yaml")
+    message = str(info.value)
+    assert message.startswith("space file my_space.yaml: ")
+    assert field in message
+
+
+def test_non_power_of_two_message_says_so():
+    with pytest.raises(ValueError, match="powers of two"):
+        space_from_mapping({"BLOCK_SIZE_M": [48]}, "x")
+
+
+def test_non_power_of_two_allowed_outside_block_sizes():
+    assert space_from_mapping({"GROUP_SIZE_M": [3, 6]}, "x").group_m == (3, 6)
+
+
+@pytest.mark.parametrize("document", [None, [16, 32], "BLOCK_SIZE_M: 16", 42])
+def test_space_from_mapping_rejects_non_mapping(document):
+    with pytest.raises(ValueError, match=r"^where\.yaml: must be a mapping"):
+        space_from_mapping(document, "where.yaml")
