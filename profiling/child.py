@@ -15,6 +15,7 @@ from pathlib import Path
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
 from profiling.backends import TIMERS
+from profiling.faults import injected_faults, trigger
 
 MAX_ROTATING_SETS = 32
 
@@ -46,48 +47,93 @@ def _operand_sets(module, job: ChildJob, device: str) -> list:
     return [first] + [module.make_operands(problem, device, seed=job.seed + i) for i in range(1, count)]
 
 
+# Exit code of a child whose GPU context a kernel ruined (sticky CUDA error): the runner starts a new one.
+EXIT_CONTEXT_LOST = 3
+
+
 class _Progress:
     def __init__(self, path: str):
         self._handle = open(path, "a")
 
-    def mark(self, event: str, name: str) -> None:
-        self._handle.write(f"{event} {name}\n")
+    def mark(self, event: str, name: str, reason: str = "") -> None:
+        line = f"{event} {name}" + (f" {' '.join(reason.split())}" if reason else "")
+        self._handle.write(line + "\n")
         self._handle.flush()
 
 
-def run(job: ChildJob) -> None:
-    module = load_module(job.module_path)
-    device = "cpu" if module.INTERPRETED else "cuda"
-    timer = TIMERS[job.timer]()
-    progress = _Progress(job.progress_path)
-    count = job.warmup + job.iters
-    sets = _operand_sets(module, job, device) if job.time_configs or job.baseline else []
+def _context_alive(device: str) -> bool:
+    if device != "cuda":
+        return True
+    import torch
 
-    for name in job.time_configs:
-        progress.mark("start", name)
-        launcher = module.LAUNCHERS[name]
-        rows = timer.measure(f"matmul_kernel_{name}", lambda i: launcher(*sets[i % len(sets)]), count)
+    try:
+        torch.cuda.synchronize()
+        return True
+    except Exception:  # sticky CUDA errors: every later call fails too
+        return False
+
+
+def _guarded(progress: _Progress, name: str, device: str, work) -> bool:
+    """Run one config's work, marking start/done; an exception marks it failed. False: stop this child."""
+    progress.mark("start", name)
+    try:
+        work()
         if device == "cuda":
             import torch
 
             torch.cuda.synchronize()  # a fault surfaces here, while this config is the one marked
-        append_rows(Path(job.csv_path), rows)
-        progress.mark("done", name)
+    except Exception as error:
+        progress.mark("fail", name, f"{type(error).__name__}: {error}")
+        return _context_alive(device)
+    progress.mark("done", name)
+    return True
 
-    if job.baseline:
+
+def _with_fault(launcher, fault: str | None, on_gpu: bool):
+    if fault is None:
+        return launcher
+
+    def faulty(*tensors):
+        trigger(fault, on_gpu)
+        return launcher(*tensors)
+
+    return faulty
+
+
+def run(job: ChildJob) -> int:
+    module = load_module(job.module_path)
+    device = "cpu" if module.INTERPRETED else "cuda"
+    timer = TIMERS[job.timer]()
+    progress = _Progress(job.progress_path)
+    faults = injected_faults()
+    count = job.warmup + job.iters
+    sets = _operand_sets(module, job, device) if job.time_configs or job.baseline else []
+
+    def time_config(name: str) -> None:
+        launcher = _with_fault(module.LAUNCHERS[name], faults.get(name), device == "cuda")
+        rows = timer.measure(f"matmul_kernel_{name}", lambda i: launcher(*sets[i % len(sets)]), count)
+        append_rows(Path(job.csv_path), rows)
+
+    def time_baseline() -> None:
         import torch
 
-        progress.mark("start", BASELINE_NAME)
         rows = timer.measure(BASELINE_NAME, lambda i: torch.matmul(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2]),
                              count)
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))
-        progress.mark("done", BASELINE_NAME)
 
-    for name in job.check_configs:
-        progress.mark("start", name)
-        error = module.check_config(module.LAUNCHERS[name], module.PROBLEM, device, seed=job.seed + 1000)
+    def check(name: str) -> None:
+        launcher = _with_fault(module.LAUNCHERS[name], faults.get(name), device == "cuda")
+        error = module.check_config(launcher, module.PROBLEM, device, seed=job.seed + 1000)
         _save_check(Path(job.check_path), name, error)
-        progress.mark("done", name)
+
+    work = [(name, lambda name=name: time_config(name)) for name in job.time_configs]
+    if job.baseline:
+        work.append((BASELINE_NAME, time_baseline))
+    work += [(name, lambda name=name: check(name)) for name in job.check_configs]
+    for name, step in work:
+        if not _guarded(progress, name, device, step):
+            return EXIT_CONTEXT_LOST
+    return 0
 
 
 def _save_check(path: Path, name: str, error: float) -> None:
@@ -100,4 +146,4 @@ def _save_check(path: Path, name: str, error: float) -> None:
 
 
 if __name__ == "__main__":
-    run(ChildJob.load(Path(sys.argv[1])))
+    sys.exit(run(ChildJob.load(Path(sys.argv[1]))))

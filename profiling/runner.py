@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from profiling.job import ChildJob
+from profiling.schema import BASELINE_NAME
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _POLL_SECONDS = 0.05
@@ -31,19 +32,30 @@ class ChildOutcome:
     restarts: int = 0
 
 
-def _read_progress(path: Path) -> tuple[set[str], str | None]:
-    """Names finished, and the name started but not finished (the one running when the child stopped)."""
-    done: set[str] = set()
-    running = None
+@dataclass
+class _Progress:
+    done: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)  # failures the child caught and reported
+    running: str | None = None  # started, neither done nor failed: the one running when the child stopped
+    started: int = 0
+
+
+def _read_progress(path: Path) -> _Progress:
+    progress = _Progress()
     if path.exists():
         for line in path.read_text().splitlines():
-            event, _, name = line.partition(" ")
+            event, _, rest = line.partition(" ")
+            name, _, reason = rest.partition(" ")
             if event == "start":
-                running = name
-            elif event == "done":
-                done.add(name)
-                running = None
-    return done, running
+                progress.running = name
+                progress.started += 1
+            elif event in ("done", "fail"):
+                progress.running = None
+                if event == "done":
+                    progress.done.add(name)
+                else:
+                    progress.failed[name] = reason
+    return progress
 
 
 def _child_env(interpret: bool) -> dict[str, str]:
@@ -81,27 +93,30 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None) -> ChildOutcome:
     """Run `job` in child processes until every config is done or known to fail."""
     outcome = ChildOutcome()
-    progress = Path(job.progress_path)
-    progress.unlink(missing_ok=True)
+    progress_path = Path(job.progress_path)
+    progress_path.unlink(missing_ok=True)
     if job.check_path:
         Path(job.check_path).unlink(missing_ok=True)
-    pending = replace(job)
+    pending, started_before = replace(job), 0
     while True:
         code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log)
-        done, running = _read_progress(progress)
-        if code == 0:
-            break
-        if running is None:
-            raise ChildFailed(f"profiling child failed before any config ran (exit {code}): {reason}")
-        outcome.failed[running] = f"child died (exit {code}): {reason}"
-        outcome.restarts += 1
-        finished = done | set(outcome.failed)
+        progress = _read_progress(progress_path)
+        outcome.failed.update(progress.failed)
+        if progress.running is not None:
+            outcome.failed[progress.running] = f"child died (exit {code}): {reason}"
+        finished = progress.done | set(outcome.failed)
         pending = replace(
             pending,
             time_configs=[c for c in pending.time_configs if c not in finished],
             check_configs=[c for c in pending.check_configs if c not in finished],
-            baseline=pending.baseline and "torch.matmul" not in finished,
+            baseline=pending.baseline and BASELINE_NAME not in finished,
         )
+        if code == 0 or not (pending.time_configs or pending.check_configs or pending.baseline):
+            break
+        if progress.started == started_before:
+            raise ChildFailed(f"profiling child failed before any config ran (exit {code}): {reason}")
+        started_before = progress.started
+        outcome.restarts += 1
     if job.check_configs and Path(job.check_path).exists():
         outcome.errors = json.loads(Path(job.check_path).read_text())
     return outcome

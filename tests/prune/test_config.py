@@ -41,19 +41,19 @@ def test_field_names_and_as_dict():
 # --- round trip -----------------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(configs)
 def test_parse_str_round_trip(config):
     assert Config.parse(str(config)) == config
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, database=None)
 @given(configs)
 def test_parse_kernel_name_round_trip(config):
     assert Config.parse(config.kernel_name) == config
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, database=None)
 @given(configs, positive, positive, positive)
 def test_parse_rocm_size_prefix_round_trip(config, M, N, K):
     assert Config.parse(f"M{M}_N{N}_K{K}_{config}") == config

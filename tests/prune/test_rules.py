@@ -255,13 +255,17 @@ def test_prune_keeps_some_configs_on_interpreter(full_results, p):
     (problem(16, 32000, 4096), IP),  # LLM decode step against a 32000-word vocabulary
     (problem(32000, 16, 4096), IP),
     (problem(16, 8192, 4096), replace(IP, sm_count=46)),  # a 46-SM GPU: N = 8192 is enough
+    (problem(16, 14336, 4096), replace(IP, sm_count=108)),  # input_gemm_sizes.yaml's MLP-up decode on 108 SMs
     (SKINNY, SMALL_GPU),
-], ids=["16x32000x4096", "32000x16x4096", "16x8192x4096-46SM", "16x4096x4096-smallgpu"])
+], ids=["16x32000x4096", "32000x16x4096", "16x8192x4096-46SM", "16x14336x4096-108SM", "16x4096x4096-smallgpu"])
 def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
     assert len(prune(p, device).configs) > 0
 
 
 def test_prune_known_counts_on_interpreter(full_results):
+    # README: "4096^3 fp16 on H100: 628; 16x4096x4096: 3130"
+    assert len(full_results[(BIG, IP.name)].configs) == 628
+    assert len(full_results[(SKINNY, IP.name)].configs) == 3130
     big = full_results[(BIG, IP.name)]
     assert big.removed_by_rule["split_k"] == 48_000  # every SPLIT_K > 1 except where matrix_instruction struck first
     assert all(c.SPLIT_K == 1 for c in big.configs)
