@@ -81,7 +81,7 @@ def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceP
     # The fp32 accumulator lives in registers; past half the per-thread budget the rest of the
     # kernel (addresses, operands) spills to local memory.
     threads = config.num_warps * device.warp_size
-    return config.BLOCK_SIZE_M * config.BLOCK_SIZE_N / threads <= device.max_registers_per_thread // 2
+    return config.BLOCK_SIZE_M * config.BLOCK_SIZE_N / threads <= (device.max_registers_per_thread + 1) // 2
 
 
 def _block_not_oversized(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -92,9 +92,10 @@ def _block_not_oversized(problem: GemmProblem, config: Config, device: DevicePro
 
 
 def _large_gemm(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # When 128x128 tiles already give every SM work, thin tiles or few warps cannot feed the
-    # matrix units: their operand loads per multiply-add are too many (ROCm script's large-GEMM rule).
-    if output_tiles(problem, Config(128, 128, 16)) < device.sm_count:
+    # When M and N are both large and 128x128 tiles already give every SM work, thin tiles or few
+    # warps cannot feed the matrix units: their operand loads per multiply-add are too many (ROCm
+    # script's large-GEMM rule). A skinny M or N keeps its thin tiles.
+    if min(problem.M, problem.N) < 128 or output_tiles(problem, Config(128, 128, 16)) < device.sm_count:
         return True
     return min(config.BLOCK_SIZE_M, config.BLOCK_SIZE_N) >= 64 and config.BLOCK_SIZE_K >= 32 and config.num_warps >= 4
 

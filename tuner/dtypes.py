@@ -38,11 +38,11 @@ def dtype_named(name: str, what: str = "dtype") -> DType:
     raise UserError(f"{what} {name!r} is not a known dtype; use one of {', '.join(DTYPES)}")
 
 
-def check_combination(dtype_a: DType, dtype_b: DType, dtype_c: DType) -> None:
-    """Refuse mixed input types: the kernel feeds A and B to one tl.dot."""
+def check_combination(dtype_a: DType, dtype_b: DType, dtype_c: DType, where: str = "") -> None:
+    """Refuse mixed input types (the kernel feeds A and B to one tl.dot); `where` names the entry."""
+    prefix = f"{where}: " if where else ""
     if dtype_a != dtype_b:
-        raise UserError(
-            f"-dtype_a {dtype_a.name} with -dtype_b {dtype_b.name} is not supported: A and B must have the same dtype"
-        )
+        raise UserError(f"{prefix}dtype_a {dtype_a.name} with dtype_b {dtype_b.name} is not supported: "
+                        "A and B must have the same dtype")
     if dtype_c.bytes < dtype_a.bytes:
-        raise UserError(f"-dtype_c {dtype_c.name} is narrower than the inputs ({dtype_a.name}): not supported")
+        raise UserError(f"{prefix}dtype_c {dtype_c.name} is narrower than the inputs ({dtype_a.name}): not supported")

@@ -56,7 +56,11 @@ def read_entries(path: Path) -> list[dict]:
     if not path.exists():
         return []
     try:
-        document = yaml.safe_load(path.read_text())
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"results file {path} cannot be read: {error.__class__.__name__}") from None
+    try:
+        document = yaml.safe_load(text)
     except yaml.YAMLError:
         raise UserError(f"results file {path} exists but is not valid YAML; move it away or choose another file") from None
     if document is None:

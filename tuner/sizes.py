@@ -82,7 +82,7 @@ def parse_entry(entry: object, where: str, defaults: GemmProblem) -> SizeRequest
     dtype_a = _dtype(entry, "dtype_a", defaults.dtype_a, where)
     dtype_b = _dtype(entry, "dtype_b", defaults.dtype_b, where)
     dtype_c = _dtype(entry, "dtype_c", defaults.dtype_c, where)
-    check_combination(dtype_a, dtype_b, dtype_c)
+    check_combination(dtype_a, dtype_b, dtype_c, where)
     problem = GemmProblem(
         M, N, K, dtype_a, dtype_b, dtype_c,
         col_a=_column_major(entry, "rowMajorA", defaults.col_a, where),

@@ -145,17 +145,11 @@ def test_record_failure_raises_user_error_and_cleans_up(tmp_path, monkeypatch):
     assert path.read_text() == before
 
 
-# BUG: read_entries catches only yaml.YAMLError; an existing results path that cannot be read as text escapes
-# as a raw OSError / UnicodeDecodeError (a traceback) instead of a UserError. check_writable calls it first thing.
-@pytest.mark.xfail(strict=True, reason="tuner/results.py read_entries: IsADirectoryError from path.read_text() is "
-                                       "not turned into a UserError")
 def test_read_entries_on_a_directory_is_a_user_error(tmp_path):
     with pytest.raises(UserError):
         read_entries(tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="tuner/results.py check_writable -> read_entries: a directory given as the "
-                                       "results file raises IsADirectoryError, not UserError")
 def test_check_writable_on_a_directory_is_a_user_error(tmp_path):
     directory = tmp_path / "results.yaml"
     directory.mkdir()
@@ -163,8 +157,6 @@ def test_check_writable_on_a_directory_is_a_user_error(tmp_path):
         check_writable(directory)
 
 
-@pytest.mark.xfail(strict=True, reason="tuner/results.py read_entries: a non-UTF-8 results file raises "
-                                       "UnicodeDecodeError, not UserError")
 def test_read_entries_binary_file_is_a_user_error(tmp_path):
     path = tmp_path / "results.yaml"
     path.write_bytes(b"- {M: \xff\xfe}\n")

@@ -239,9 +239,6 @@ def test_mixed_input_dtypes_refused(tmp_path):
     assert "fp16" in message and "bf16" in message and "same dtype" in message
 
 
-# BUG: check_combination's message speaks of command-line flags and never names the file or the entry.
-@pytest.mark.xfail(strict=True, reason="tuner/sizes.py parse_entry: check_combination's UserError does not name the "
-                                       "sizes file or entry (message is '-dtype_a fp16 with -dtype_b bf16 ...')")
 @pytest.mark.parametrize("fields", ["dtype_a: fp16, dtype_b: bf16", "dtype_a: fp32, dtype_b: fp32, dtype_c: fp16"])
 def test_dtype_combination_error_names_file_and_entry(tmp_path, fields):
     path = write(tmp_path, "- {M: 16, N: 16, K: 16}\n" f"- {{M: 16, N: 16, K: 16, {fields}}}\n")
