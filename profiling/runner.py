@@ -6,8 +6,10 @@ recorded as failed with the reason, and a new child carries on with the configs 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +21,7 @@ from profiling.schema import BASELINE_NAME
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _POLL_SECONDS = 0.05
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class ChildFailed(RuntimeError):
@@ -58,6 +61,13 @@ def _read_progress(path: Path) -> _Progress:
     return progress
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: have the kernel kill it if the tuner dies (kill -9 included), so no
+    orphan writes into the scratch files of the next run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _child_env(interpret: bool) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
@@ -73,7 +83,8 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
     progress = Path(job.progress_path)
     with open(stderr_path, "w") as stderr:
         child = subprocess.Popen([sys.executable, "-m", "profiling.child", str(job_path)], cwd=PROJECT_ROOT,
-                                 env=_child_env(interpret), stdout=stderr, stderr=subprocess.STDOUT)
+                                 env=_child_env(interpret), stdout=stderr, stderr=subprocess.STDOUT,
+                                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         last_change, last_size = time.monotonic(), -1
         while child.poll() is None:
             size = progress.stat().st_size if progress.exists() else 0

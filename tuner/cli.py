@@ -22,7 +22,7 @@ from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
 from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_config, tune_size
 from tuner.problem import GemmProblem
 from tuner.report import print_outcome
-from tuner.results import ResultEntry, check_writable, record
+from tuner.results import ResultEntry, check_writable, exclusive, read_entries, record, recorded
 from tuner.sizes import SizeRequest, check_size, load_sizes
 
 
@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--space", type=Path, help="YAML mapping config field -> values replacing the full space")
     parser.add_argument("--config_timeout", type=float, default=300.0,
                         help="seconds a config may run without progress before it is killed as hung")
+    parser.add_argument("--retune", action="store_true",
+                        help="tune sizes the results file already holds (default: skip them, so a rerun resumes)")
     parser.add_argument("--keep", action="store_true", help="keep generated kernel files and profiler CSVs")
     parser.add_argument("--verbose", action="store_true", help="print failures and the child's output")
     parser.add_argument("--interpret", action="store_true",
@@ -134,6 +136,19 @@ def _compare_wo_tuning(requests: list[SizeRequest], settings: TuneSettings, cons
 def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneSettings, device: DeviceProfile,
           console: Console) -> int:
     check_writable(args.tuning_results_file)
+    with exclusive(args.tuning_results_file):
+        if not args.retune:
+            entries = read_entries(args.tuning_results_file)
+            todo = [r for r in requests if not recorded(entries, r.problem)]
+            if len(todo) < len(requests):
+                console.print(f"skipping {len(requests) - len(todo)} size(s) already in {args.tuning_results_file} "
+                              "(--retune to tune them again)")
+            requests = todo
+        return _tune_sizes(requests, args, settings, device, console)
+
+
+def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneSettings,
+                device: DeviceProfile, console: Console) -> int:
     exit_code, timed, started = EXIT_OK, 0, time.perf_counter()
     for request in requests:
         problem = request.problem
@@ -159,7 +174,7 @@ def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneS
             exit_code = exit_code or (EXIT_OK if ok else EXIT_WRONG_RESULT)
     seconds = time.perf_counter() - started
     console.print(f"tuned {len(requests)} size(s), {timed} configs timed in {seconds:.1f} s "
-                  f"({timed / seconds:.1f} configs/s); results in {args.tuning_results_file}")
+                  f"({timed / max(seconds, 1e-9):.1f} configs/s); results in {args.tuning_results_file}")
     return exit_code
 
 

@@ -7,7 +7,10 @@ The file is rewritten atomically after each size, so it is valid YAML at every m
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,13 +32,11 @@ class ResultEntry:
     matmul_time_us: float | None = None  # torch.matmul on the same inputs, same timer
 
     def to_mapping(self) -> dict:
-        p = self.problem
+        size, dtypes = _problem_fields(self.problem)
         mapping = {
-            "M": p.M, "N": p.N, "K": p.K,
-            "rowMajorA": "N" if p.col_a else "T",
-            "rowMajorB": "N" if p.col_b else "T",
+            **size,
             **self.config.as_dict(),
-            "dtype_a": p.dtype_a.name, "dtype_b": p.dtype_b.name, "dtype_c": p.dtype_c.name,
+            **dtypes,
             "gpu": self.gpu,
             "time_us": round(self.time_us, 3),
             "tflops": round(self.tflops, 2),
@@ -46,8 +47,41 @@ class ResultEntry:
         return mapping
 
 
+def _problem_fields(problem: GemmProblem) -> tuple[dict, dict]:
+    """The size/layout fields (first in an entry) and the dtype fields (after the config) of a problem."""
+    size = {"M": problem.M, "N": problem.N, "K": problem.K, "rowMajorA": "N" if problem.col_a else "T",
+            "rowMajorB": "N" if problem.col_b else "T"}
+    dtypes = {"dtype_a": problem.dtype_a.name, "dtype_b": problem.dtype_b.name, "dtype_c": problem.dtype_c.name}
+    return size, dtypes
+
+
 def _key(mapping: dict) -> tuple:
     return tuple(mapping.get(k) for k in ("M", "N", "K", "rowMajorA", "rowMajorB", "dtype_a", "dtype_b", "dtype_c"))
+
+
+def recorded(entries: list[dict], problem: GemmProblem) -> bool:
+    """Whether `entries` already hold a result for this size, layout and dtypes."""
+    size, dtypes = _problem_fields(problem)
+    key = _key({**size, **dtypes})
+    return any(_key(entry) == key for entry in entries)
+
+
+@contextmanager
+def exclusive(path: Path):
+    """Hold the results file for this run: a second tuner on the same file is refused, not interleaved.
+
+    The lock (flock on a sibling file) dies with its process, so a kill -9 leaves nothing to clean."""
+    path = Path(path)
+    lock_path = path.with_name(f".{path.name}.lock")
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"results file {path} is in use by another tune_gemm run (lock {lock_path})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def read_entries(path: Path) -> list[dict]:
@@ -96,6 +130,11 @@ def check_writable(path: Path) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise UserError(f"results file {path}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    try:  # a real write: permission bits say nothing to root, and some file systems are read-only
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{path.name}.", suffix=".probe"):
+            pass
+    except OSError as error:
+        raise UserError(f"results file {path}: directory {directory} is not writable ({error.strerror})") from None
+    if path.exists() and not os.access(path, os.W_OK):
         raise UserError(f"results file {path} is not writable")
     read_entries(path)

@@ -68,3 +68,20 @@ def test_recorded_winners_pass_compare_wo_tuning(tuned, tmp_path):
     out = tmp_path / "cupti.yaml"
     out.write_text(yaml.safe_dump(tuned["cupti"]))
     assert main(["--gemm_size_file", str(out), "--compare_wo_tuning"]) == 0
+
+
+def test_gpu_faults_are_survived(tmp_path, monkeypatch):
+    """A real illegal-address kernel, an abort and an exception, injected into three configs."""
+    from profiling.faults import ENV_VAR
+
+    space = tmp_path / "space.yaml"
+    space.write_text("BLOCK_SIZE_M: [64, 128]\nBLOCK_SIZE_N: [64, 128]\nBLOCK_SIZE_K: [64]\nGROUP_SIZE_M: [1]\n"
+                     "SPLIT_K: [1]\nnum_warps: [4]\nnum_stages: [3]\n")
+    faulty = {"BM64_BN64_BK64_GM1_SK1_nW4_nS3": "memory", "BM64_BN128_BK64_GM1_SK1_nW4_nS3": "crash",
+              "BM128_BN64_BK64_GM1_SK1_nW4_nS3": "raise"}
+    monkeypatch.setenv(ENV_VAR, ",".join(f"{name}={fault}" for name, fault in faulty.items()))
+    out = tmp_path / "out.yaml"
+    assert main(["-m", "1024", "-n", "1024", "-k", "1024", "--space", str(space), "--compare",
+                 "--tuning_results_file", str(out)]) == 0
+    [entry] = yaml.safe_load(out.read_text())
+    assert (entry["BLOCK_SIZE_M"], entry["BLOCK_SIZE_N"]) == (128, 128)  # the only healthy config

@@ -106,3 +106,45 @@ def test_no_gpu_without_interpret_says_to_use_it(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "--interpret" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_rerun_skips_recorded_sizes_unless_retune(tmp_path, space_file, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, results = _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")
+    assert code == 0
+    first = results.read_text()
+    capsys.readouterr()
+    assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")[0] == 0
+    out = capsys.readouterr().out
+    assert "skipping 1 size(s)" in out and "tuned 0 size(s)" in out and results.read_text() == first
+    assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16", extra=["--retune"])[0] == 0
+    assert "tuned 1 size(s)" in capsys.readouterr().out
+
+
+def test_a_second_tuner_on_the_same_results_file_is_refused(tmp_path, space_file, monkeypatch, capsys):
+    from tuner.results import exclusive
+
+    monkeypatch.chdir(tmp_path)
+    with exclusive(tmp_path / "out.yaml"):
+        code, _ = _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")
+    assert code == 2 and "in use by another tune_gemm run" in capsys.readouterr().err
+    assert not (tmp_path / "out.yaml").exists()
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda d: d / "sizes_dir", "cannot be read"),  # a directory where the file should be
+    (lambda d: d / "sizes.yaml", "not valid YAML"),
+    (lambda d: d / "list.yaml", "must be a non-empty YAML list"),
+])
+def test_sizes_file_problems(tmp_path, capsys, make, message):
+    (tmp_path / "sizes_dir").mkdir()
+    (tmp_path / "sizes.yaml").write_text("- {M: 16, N: [\n")
+    (tmp_path / "list.yaml").write_text("M: 16\nN: 16\n")
+    assert main(["--gemm_size_file", str(make(tmp_path)), "--interpret"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_results_file_in_an_unwritable_directory(tmp_path, capsys):
+    assert main(["-m", "16", "-n", "16", "-k", "16", "--interpret", "--tuning_results_file", "/proc/out.yaml"]) == 2
+    assert "not writable" in capsys.readouterr().err

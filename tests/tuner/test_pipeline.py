@@ -1,0 +1,61 @@
+"""tuner.pipeline: one size end to end on the CPU, and survival of configs that fault in every way."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import problem
+from prune.device import INTERPRETER_PROFILE
+from prune.space import RangeSpace
+from profiling.faults import ENV_VAR
+from tuner.pipeline import SizeFailed, TuneSettings, tune_size
+
+SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1,),
+                   num_stages=(1,))
+FAULTY = {  # config -> fault
+    "BM16_BN16_BK16_GM1_SK1_nW1_nS1": "raise",
+    "BM16_BN32_BK16_GM1_SK1_nW1_nS1": "crash",
+    "BM32_BN16_BK16_GM1_SK1_nW1_nS1": "memory",
+}
+
+
+def _settings(tmp_path, **overrides) -> TuneSettings:
+    fields = dict(timer="host", warmup=1, iters=2, interpret=True, workdir=tmp_path, space=SPACE, config_timeout=5)
+    return TuneSettings(**{**fields, **overrides})
+
+
+@pytest.fixture
+def interpreted(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def test_faulty_configs_are_recorded_and_the_healthy_one_wins(tmp_path, monkeypatch, interpreted):
+    monkeypatch.setenv(ENV_VAR, ",".join(f"{name}={fault}" for name, fault in FAULTY.items()))
+    outcome = tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path), compare=True)
+    assert str(outcome.winner) == "BM32_BN32_BK16_GM1_SK1_nW1_nS1"
+    assert set(outcome.failed) == set(FAULTY)
+    assert "InjectedFault" in outcome.failed["BM16_BN16_BK16_GM1_SK1_nW1_nS1"]  # caught in the child
+    assert "exit -6" in outcome.failed["BM16_BN32_BK16_GM1_SK1_nW1_nS1"]  # SIGABRT
+    assert "exit -11" in outcome.failed["BM32_BN16_BK16_GM1_SK1_nW1_nS1"]  # SIGSEGV
+    assert outcome.check_error is not None and outcome.check_error < 1e-2
+    assert outcome.matmul_time_us is not None
+
+
+def test_hanging_and_uncompilable_configs(tmp_path, monkeypatch, interpreted):
+    monkeypatch.setenv(ENV_VAR, "BM16_BN16_BK16_GM1_SK1_nW1_nS1=hang,BM32_BN32_BK16_GM1_SK1_nW1_nS1=compile")
+    outcome = tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path, config_timeout=2),
+                        compare=False)
+    assert "hang" in outcome.failed["BM16_BN16_BK16_GM1_SK1_nW1_nS1"]
+    assert "InjectedFault" in outcome.compiled.failed["BM32_BN32_BK16_GM1_SK1_nW1_nS1"]
+    assert len(outcome.timings) == 2
+
+
+def test_a_size_where_every_config_faults_fails_alone(tmp_path, monkeypatch, interpreted):
+    names = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM16_BN32_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1",
+             "BM32_BN32_BK16_GM1_SK1_nW1_nS1"]
+    monkeypatch.setenv(ENV_VAR, ",".join(f"{name}=raise" for name in names))
+    with pytest.raises(SizeFailed, match="no config produced a timing"):
+        tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path), compare=False)
+    monkeypatch.setenv(ENV_VAR, ",".join(f"{name}=compile" for name in names))
+    with pytest.raises(SizeFailed, match="failed to compile; most often: InjectedFault"):
+        tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path), compare=False)
