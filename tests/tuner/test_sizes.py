@@ -150,15 +150,9 @@ def test_not_yaml_names_the_line(tmp_path):
     assert "at line 3" in load_error(path)
 
 
-@pytest.mark.parametrize("text", ["M: 16\nN: 16\nK: 16\n", "hello\n", "42\n", "[]\n"])
-def test_yaml_but_not_a_list(tmp_path, text):
-    path = write(tmp_path, text)
-    message = load_error(path)
-    assert str(path) in message and "non-empty YAML list" in message
-
-
-@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
-def test_empty_file(tmp_path, text):
+# YAML that is not a list, and empty files
+@pytest.mark.parametrize("text", ["M: 16\nN: 16\nK: 16\n", "hello\n", "42\n", "[]\n", "", "\n\n", "# only a comment\n"])
+def test_yaml_but_not_a_non_empty_list(tmp_path, text):
     path = write(tmp_path, text)
     message = load_error(path)
     assert str(path) in message and "non-empty YAML list" in message
