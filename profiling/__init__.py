@@ -16,7 +16,16 @@ def choose_timer(requested: str, vendor: str) -> str:
             raise UserError(f"--profiler {requested} needs a GPU; under --interpret only the host clock exists")
         return "host"
     if requested == "auto":
-        return "cupti" if vendor == "nvidia" else "events"
+        return "cupti" if vendor == "nvidia" and _cupti_available() else "events"
     if requested == "cupti" and vendor != "nvidia":
         raise UserError("--profiler cupti needs an NVIDIA GPU; use --profiler events")
+    if requested == "cupti" and not _cupti_available():
+        raise UserError("--profiler cupti is not available: this torch build has no CUPTI (kineto); "
+                        "use --profiler events")
     return requested
+
+
+def _cupti_available() -> bool:
+    import torch
+
+    return torch.autograd.kineto_available()

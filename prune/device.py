@@ -19,6 +19,7 @@ class DeviceProfile:
     sm_count: int  # streaming multiprocessors / compute units
     warp_size: int
     l2_bytes: int
+    memory_bytes: int
     max_registers_per_thread: int
     # Smallest output tile of one matrix instruction, and its depth in bytes of one operand row:
     # mma.sync m16n8k16 on NVIDIA (k = 32 bytes), mfma 16x16 on AMD.
@@ -37,6 +38,7 @@ INTERPRETER_PROFILE = DeviceProfile(
     sm_count=132,
     warp_size=32,
     l2_bytes=50 * 1024 * 1024,
+    memory_bytes=80 * 1024**3,
     max_registers_per_thread=255,
     instr_m=16,
     instr_n=8,
@@ -62,6 +64,7 @@ def detect_device(device_index: int = 0) -> DeviceProfile:
         sm_count=int(triton_props["multiprocessor_count"]),
         warp_size=int(triton_props.get("warpSize", 64 if is_amd else 32)),
         l2_bytes=int(getattr(props, "L2_cache_size", 0)) or 32 * 1024 * 1024,
+        memory_bytes=int(props.total_memory),
         max_registers_per_thread=512 if is_amd else 255,
         instr_m=16,
         instr_n=16 if is_amd else 8,

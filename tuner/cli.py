@@ -23,7 +23,7 @@ from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_con
 from tuner.problem import GemmProblem
 from tuner.report import print_outcome
 from tuner.results import ResultEntry, check_writable, exclusive, read_entries, record, recorded
-from tuner.sizes import SizeRequest, check_size, load_sizes
+from tuner.sizes import SizeRequest, check_fits, check_size, load_sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,6 +183,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     requests = _requests(args, _defaults(args))
     space = _space(args.space)
     device = _device(args)
+    where = args.gemm_size_file or "size"
+    for index, request in enumerate(requests):
+        check_fits(request.problem, device.memory_bytes, f"{where} entry {index + 1}" if args.gemm_size_file else where)
     settings = TuneSettings(
         timer=choose_timer(args.profiler, device.vendor), jobs=args.jobs, warmup=args.warmup, iters=args.iters,
         statistic=args.statistic, interpret=args.interpret, keep=args.keep, space=space,

@@ -73,6 +73,15 @@ def check_size(M: int, N: int, K: int, where: str) -> None:
             raise UserError(f"{where}: {name} would hold {rows * cols} elements, over the kernel's limit of 2**31")
 
 
+def check_fits(problem: GemmProblem, memory_bytes: int, where: str) -> None:
+    """Refuse, before anything is allocated, a size whose A, B and C alone exceed the GPU's memory."""
+    needed = (problem.M * problem.K * problem.dtype_a.bytes + problem.K * problem.N * problem.dtype_b.bytes
+              + problem.M * problem.N * problem.dtype_c.bytes)
+    if needed > memory_bytes:
+        raise UserError(f"{where}: {problem.label} needs {needed / 2**30:.1f} GiB for A, B and C, more than the "
+                        f"GPU's {memory_bytes / 2**30:.1f} GiB")
+
+
 def parse_entry(entry: object, where: str, defaults: GemmProblem) -> SizeRequest:
     """One YAML entry as a SizeRequest; `defaults` gives dtypes and layouts the entry leaves out."""
     if not isinstance(entry, dict):

@@ -10,7 +10,7 @@ import pytest
 from helpers import problem
 from prune import FULL_SPACE, PruneResult, RangeSpace, prune
 from prune.config import Config
-from prune.device import INTERPRETER_PROFILE, DeviceProfile
+from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
     RULES,
     RULES_BY_NAME,
@@ -23,16 +23,9 @@ from prune.rules import (
 
 # A second, deliberately different GPU: AMD-like wave size and registers, less LDS, few CUs, larger
 # instruction tile and a deeper instruction K (64 bytes -> 32 fp16 elements).
-SMALL_GPU = DeviceProfile(
-    name="small test GPU",
-    vendor="amd",
-    max_shared_bytes=65_536,
-    sm_count=8,
-    warp_size=64,
-    l2_bytes=4 * 1024 * 1024,
-    max_registers_per_thread=512,
-    instr_m=32,
-    instr_n=32,
+SMALL_GPU = replace(
+    INTERPRETER_PROFILE, name="small test GPU", vendor="amd", max_shared_bytes=65_536, sm_count=8, warp_size=64,
+    l2_bytes=4 * 1024 * 1024, memory_bytes=16 * 1024**3, max_registers_per_thread=512, instr_m=32, instr_n=32,
     instr_k_bytes=64,
 )
 

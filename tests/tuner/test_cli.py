@@ -148,3 +148,24 @@ def test_sizes_file_problems(tmp_path, capsys, make, message):
 def test_results_file_in_an_unwritable_directory(tmp_path, capsys):
     assert main(["-m", "16", "-n", "16", "-k", "16", "--interpret", "--tuning_results_file", "/proc/out.yaml"]) == 2
     assert "not writable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("entry,field", [
+    ("{N: 16, K: 16}", "missing M"),
+    ("{M: 0, N: 16, K: 16}", "M must be positive"),
+    ("{M: 16, N: -4, K: 16}", "N must be positive"),
+    ("{M: 16, N: 16, K: 2.5}", "K must be an integer"),
+    ("{M: 16, N: 16, K: 16, rowMajorA: X}", "rowMajorA must be"),
+    ("{M: 16, N: 16, K: 16, dtype_a: fp64}", "dtype_a 'fp64' is not a known dtype"),
+    ("{M: 16, N: 16, K: 16, dtype_a: fp16, dtype_b: bf16}", "A and B must have the same dtype"),
+    ("{M: \"__import__('os').system('true')\", N: 16, K: 16}", "M must be an integer"),
+    ("{M: 16, N: 16, K: 16, BLOCK_SIZE_M: \"64; import os\", BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16}",
+     "BLOCK_SIZE_M must be an integer"),
+])
+def test_bad_sizes_file_entries_name_file_entry_and_field(tmp_path, capsys, entry, field):
+    sizes = tmp_path / "sizes.yaml"
+    sizes.write_text(f"- {{M: 16, N: 16, K: 16}}\n- {entry}\n")
+    assert main(["--gemm_size_file", str(sizes), "--interpret"]) == 2
+    err = capsys.readouterr().err
+    assert f"{sizes} entry 2: " in err and field in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("generated_kernel*"))  # refused before anything was generated

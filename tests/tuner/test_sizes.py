@@ -300,3 +300,12 @@ def test_python_yaml_tag_is_not_constructed(tmp_path):
     message = load_error(path)
     assert str(path) in message and "not valid YAML" in message
     assert not marker.exists()
+
+
+def test_check_fits_refuses_sizes_larger_than_the_gpu_memory():
+    from tuner.sizes import check_fits
+
+    big = problem(40000, 40000, 40000, "fp32")  # 3 x 6.0 GiB
+    check_fits(big, 80 * 2**30, "size")
+    with pytest.raises(UserError, match=r"size: 40000x40000x40000 .* needs 17.9 GiB .* GPU's 16.0 GiB"):
+        check_fits(big, 16 * 2**30, "size")
