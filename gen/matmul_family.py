@@ -44,6 +44,7 @@ class TileConfig:
     SPLIT_K: int
     num_warps: int
     num_stages: int
+    options: tuple = ()  # (name, value) launch options of the backend, e.g. AMD's waves_per_eu
 
 
 @triton.jit
@@ -125,7 +126,7 @@ def launch(kernel, reduce_kernel, config: TileConfig, a, b, c):
     kernel[_grid(config, M, N)](
         a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(-2), out.stride(-1),
         slice_stride, EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
     )
     if config.SPLIT_K > 1:
         reduce_kernel[(triton.cdiv(M, REDUCE_BLOCK.value), triton.cdiv(N, REDUCE_BLOCK.value))](
@@ -151,7 +152,7 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
         mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), M, N, K,
         *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides,
         EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0,
-        num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N),
+        num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N), **dict(config.options),
     )
     compiled._init_handles()  # loads the binary: raises OutOfResources when it cannot run
     if config.SPLIT_K > 1:

@@ -54,7 +54,7 @@ _LAUNCHER = Template('''
 
 CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
                                  GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K, num_warps=$num_warps,
-                                 num_stages=$num_stages)
+                                 num_stages=$num_stages$options)
 
 
 def $launcher(a, b, c):
@@ -76,6 +76,14 @@ $compilers}
 if __name__ == "__main__":
     sys.exit(main(LAUNCHERS, COMPILERS, PROBLEM))
 ''')
+
+
+def _options(config: Config) -> str:
+    """The AMD knobs as TileConfig options; configs carry them only on AMD, so CUDA launches never see them."""
+    if not config.amd_knobs:
+        return ""
+    return ",\n                                 options=(" + " ".join(
+        f'("{name}", {value}),' for name, value in config.amd_knobs.items()) + ")"
 
 
 def _torch_name(problem_dtype) -> str:
@@ -105,6 +113,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             config_name=str(config), kernel=kernel_name(config), launcher=launcher_name(config),
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.SPLIT_K > 1 else "None", **config.as_dict(),
+            options=_options(config),
         )
         parts.append(_KERNEL.substitute(names))
         if config.SPLIT_K > 1:

@@ -19,6 +19,7 @@ class ChildJob:
     baseline: bool = False  # also time torch.matmul on the same inputs
     warmup: int = 5
     iters: int = 20
+    markers: bool = False  # launch marker kernels around the baseline (for external profilers)
     l2_bytes: int = 0  # inputs are rotated over enough buffer sets to exceed twice this
     seed: int = 0
 

@@ -7,6 +7,7 @@ recorded as failed with the reason, and a new child carries on with the configs 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import signal
@@ -16,8 +17,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from profiling.external import ExternalProfiler, attribute
+from profiling.formats import PARSERS
 from profiling.job import ChildJob
-from profiling.schema import BASELINE_NAME
+from profiling.schema import BASELINE_NAME, append_rows
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _POLL_SECONDS = 0.05
@@ -76,13 +79,16 @@ def _child_env(interpret: bool) -> dict[str, str]:
     return env
 
 
-def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log) -> tuple[int, str]:
-    """Run one child to its end; returns (exit code, last lines of stderr). A hang is killed."""
+def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
+              wrap=None) -> tuple[int, str]:
+    """Run one child (wrapped in a profiler's command) to its end; returns (exit code, last lines of
+    its output). A hang is killed."""
     job.save(job_path)
     stderr_path = job_path.with_suffix(".stderr")
     progress = Path(job.progress_path)
     with open(stderr_path, "w") as stderr:
-        child = subprocess.Popen([sys.executable, "-m", "profiling.child", str(job_path)], cwd=PROJECT_ROOT,
+        command = [sys.executable, "-m", "profiling.child", str(job_path)]
+        child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT,
                                  env=_child_env(interpret), stdout=stderr, stderr=subprocess.STDOUT,
                                  preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         last_change, last_size = time.monotonic(), -1
@@ -101,16 +107,24 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
     return child.returncode, " | ".join(text[-3:])
 
 
-def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None) -> ChildOutcome:
-    """Run `job` in child processes until every config is done or known to fail."""
+def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,
+              profiler: ExternalProfiler | None = None) -> ChildOutcome:
+    """Run `job` in child processes until every config is done or known to fail.
+
+    With an external profiler, each child runs under it and the kernel records it wrote are parsed
+    and appended to job.csv_path once all children are done."""
     outcome = ChildOutcome()
     progress_path = Path(job.progress_path)
     progress_path.unlink(missing_ok=True)
     if job.check_path:
         Path(job.check_path).unlink(missing_ok=True)
-    pending, started_before = replace(job), 0
+    pending, started_before, traces = replace(job), 0, []
     while True:
-        code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log)
+        wrap = None
+        if profiler is not None:
+            traces.append(Path(workdir) / f"{profiler.name}_{len(traces)}.out")
+            wrap = functools.partial(profiler.wrap, output=traces[-1])
+        code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log, wrap)
         progress = _read_progress(progress_path)
         outcome.failed.update(progress.failed)
         if progress.running is not None:
@@ -130,4 +144,13 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
         outcome.restarts += 1
     if job.check_configs and Path(job.check_path).exists():
         outcome.errors = json.loads(Path(job.check_path).read_text())
+    if profiler is not None:
+        _collect_traces(profiler, traces, Path(job.csv_path))
     return outcome
+
+
+def _collect_traces(profiler: ExternalProfiler, traces: list[Path], csv_path: Path) -> None:
+    for trace in traces:
+        path = profiler.trace_csv(trace)
+        if path is not None:
+            append_rows(csv_path, attribute(PARSERS[profiler.parser](path)))

@@ -8,7 +8,7 @@ size prefix) and gives the same value.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 KERNEL_PREFIX = "matmul_kernel_"
 
@@ -21,7 +21,12 @@ _TOKENS: dict[str, str] = {
     "SPLIT_K": "SK",
     "num_warps": "nW",
     "num_stages": "nS",
+    # AMD-only knobs, printed only when set (as the ROCm script names them)
+    "waves_per_eu": "EU",
+    "matrix_instr_nonkdim": "mfma",
+    "kpack": "kP",
 }
+AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
 _FIELD_OF_TOKEN = {token: field for field, token in _TOKENS.items()}
 _TOKEN_RE = re.compile(r"^([A-Za-z]+?)(\d+)$")
 _SIZE_TOKENS = ("M", "N", "K")
@@ -42,23 +47,39 @@ class Config:
     SPLIT_K: int = 1
     num_warps: int = 4
     num_stages: int = 2
+    waves_per_eu: int | None = None  # AMD: occupancy hint (0: compiler's choice)
+    matrix_instr_nonkdim: int | None = None  # AMD: MFMA instruction size, 16 or 32
+    kpack: int | None = None  # AMD: elements packed along K per MFMA operand, 1 or 2
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name in AMD_KNOBS and value is None:
+                continue
+            least = 0 if f.name == "waves_per_eu" else 1
             # bool is an int subclass; True is no block size
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{f.name} must be an integer >= {least}, got {value!r}")
 
     def __str__(self) -> str:
-        return "_".join(f"{token}{getattr(self, field)}" for field, token in _TOKENS.items())
+        return "_".join(f"{token}{value}" for field, token in _TOKENS.items()
+                        if (value := getattr(self, field)) is not None)
+
+    @property
+    def amd_knobs(self) -> dict[str, int]:
+        """The AMD-only launch options that are set."""
+        return {name: getattr(self, name) for name in AMD_KNOBS if getattr(self, name) is not None}
+
+    def without_amd_knobs(self) -> "Config":
+        return replace(self, **{name: None for name in AMD_KNOBS})
 
     @property
     def kernel_name(self) -> str:
         return KERNEL_PREFIX + str(self)
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        """Field -> value, AMD knobs only when set."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

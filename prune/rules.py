@@ -42,13 +42,16 @@ def shared_memory_bytes(problem: GemmProblem, config: Config) -> int:
 
 
 def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # Every warp must own at least one instruction tile, else warps duplicate work.
-    instr_k = device.instr_k(problem.dtype_a.bytes)
+    # Every warp must own at least one instruction tile, else warps duplicate work. On AMD the config
+    # picks the MFMA size (matrix_instr_nonkdim) and packs kpack operands along K.
+    instr_m = config.matrix_instr_nonkdim or device.instr_m
+    instr_n = config.matrix_instr_nonkdim or device.instr_n
+    instr_k = device.instr_k(problem.dtype_a.bytes) * (config.kpack or 1)
     return (
-        config.BLOCK_SIZE_M >= device.instr_m
-        and config.BLOCK_SIZE_N >= device.instr_n
+        config.BLOCK_SIZE_M >= instr_m
+        and config.BLOCK_SIZE_N >= instr_n
         and config.BLOCK_SIZE_K >= instr_k
-        and config.BLOCK_SIZE_M * config.BLOCK_SIZE_N >= config.num_warps * device.instr_m * device.instr_n
+        and config.BLOCK_SIZE_M * config.BLOCK_SIZE_N >= config.num_warps * instr_m * instr_n
     )
 
 

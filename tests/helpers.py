@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from prune.device import DeviceProfile
 from tuner.dtypes import DTYPES
 from tuner.problem import GemmProblem
 
@@ -20,3 +21,12 @@ def problem(M: int, N: int, K: int, dtype: str = "fp16", col_a: bool = False, co
             dtype_c: str | None = None) -> GemmProblem:
     d = DTYPES[dtype]
     return GemmProblem(M, N, K, d, d, DTYPES[dtype_c or dtype], col_a=col_a, col_b=col_b)
+
+# AMD GPUs written as data (public specifications; per GCD for the MI250X): used to show which
+# configs survive pruning on AMD without one. MFMA 16x16 by default, wave size 64, 64 KiB LDS.
+MI250X = DeviceProfile(name="AMD Instinct MI250X (one GCD)", vendor="amd", max_shared_bytes=65_536, sm_count=110,
+                       warp_size=64, l2_bytes=8 * 2**20, memory_bytes=64 * 2**30, max_registers_per_thread=512,
+                       instr_m=16, instr_n=16, instr_k_bytes=32)
+MI300X = DeviceProfile(name="AMD Instinct MI300X", vendor="amd", max_shared_bytes=65_536, sm_count=304, warp_size=64,
+                       l2_bytes=4 * 2**20, memory_bytes=192 * 2**30, max_registers_per_thread=512, instr_m=16,
+                       instr_n=16, instr_k_bytes=32)

@@ -12,10 +12,11 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from profiling import PROFILERS, choose_timer
+from profiling import PROFILERS, choose_profiler
 from profiling.postprocess import STATISTICS
+from prune.config import AMD_KNOBS
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
-from prune.space import FULL_SPACE, RangeSpace, space_from_mapping
+from prune.space import RangeSpace, space_for, space_from_mapping
 from tuner.compile import default_jobs
 from tuner.dtypes import DTYPES, check_combination, dtype_named
 from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-col_a", "--col_a", action="store_true", help="A is column-major")
     parser.add_argument("-col_b", "--col_b", action="store_true", help="B is column-major")
     parser.add_argument("--jobs", type=int, default=default_jobs(), help="compile workers (default: CPU count)")
-    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA)")
+    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
     parser.add_argument("--iters", type=int, default=20, help="timed launches per config (after warm-up)")
     parser.add_argument("--warmup", type=int, default=5, help="warm-up launches per config, dropped")
     parser.add_argument("--statistic", choices=STATISTICS, default="median",
@@ -85,11 +86,11 @@ def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeReque
     return [SizeRequest(problem, None)]
 
 
-def _space(path: Path | None) -> RangeSpace:
+def _space(path: Path | None, vendor: str) -> RangeSpace:
     if path is None:
-        return FULL_SPACE
+        return space_for(vendor)
     try:
-        return space_from_mapping(yaml.safe_load(path.read_text()), f"space file {path}")
+        return space_from_mapping(yaml.safe_load(path.read_text()), f"space file {path}", space_for(vendor))
     except OSError:
         raise UserError(f"space file {path} cannot be read") from None
     except yaml.YAMLError:
@@ -115,12 +116,15 @@ def _device(args: argparse.Namespace) -> DeviceProfile:
     return detect_device()
 
 
-def _compare_wo_tuning(requests: list[SizeRequest], settings: TuneSettings, console: Console, where: Path) -> int:
+def _compare_wo_tuning(requests: list[SizeRequest], settings: TuneSettings, console: Console, where: Path,
+                       vendor: str) -> int:
     configs = [require_config(r.config, f"{where} entry {i + 1}") for i, r in enumerate(requests)]
+    if vendor != "amd" and any(config.amd_knobs for config in configs):
+        console.print(f"note: {where} holds AMD-only knobs ({', '.join(AMD_KNOBS)}); they are ignored here")
     failures = 0
     for request, config in zip(requests, configs):
         try:
-            error = check_recorded(request.problem, config, settings)
+            error = check_recorded(request.problem, config, settings, vendor)
         except SizeFailed as failure:
             error, note = float("inf"), f" ({failure})"
         else:
@@ -164,7 +168,7 @@ def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings:
                 continue
         record(args.tuning_results_file, ResultEntry(
             problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us), device.name,
-            settings.timer, outcome.matmul_time_us))
+            settings.profiler.name, outcome.matmul_time_us))
         timed += len(outcome.timings)
         print_outcome(console, outcome, meaningful=not settings.interpret, verbose=settings.verbose)
         if outcome.check_error is not None:
@@ -181,19 +185,19 @@ def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings:
 def run(args: argparse.Namespace, console: Console) -> int:
     _check_numbers(args)
     requests = _requests(args, _defaults(args))
-    space = _space(args.space)
     device = _device(args)
+    space = _space(args.space, device.vendor)
     where = args.gemm_size_file or "size"
     for index, request in enumerate(requests):
         check_fits(request.problem, device.memory_bytes, f"{where} entry {index + 1}" if args.gemm_size_file else where)
     settings = TuneSettings(
-        timer=choose_timer(args.profiler, device.vendor), jobs=args.jobs, warmup=args.warmup, iters=args.iters,
+        profiler=choose_profiler(args.profiler, device.vendor), jobs=args.jobs, warmup=args.warmup, iters=args.iters,
         statistic=args.statistic, interpret=args.interpret, keep=args.keep, space=space,
         config_timeout=args.config_timeout, verbose=args.verbose,
     )
     if args.compare_wo_tuning:
-        return _compare_wo_tuning(requests, settings, console, args.gemm_size_file)
-    console.print(f"device: {device.name}; timer: {settings.timer}")
+        return _compare_wo_tuning(requests, settings, console, args.gemm_size_file, device.vendor)
+    console.print(f"device: {device.name}; profiler: {settings.profiler.name}")
     return _tune(requests, args, settings, device, console)
 
 

@@ -17,6 +17,7 @@ from prune import prune
 from prune.config import Config
 from prune.device import DeviceProfile
 from prune.space import RangeSpace
+from profiling import ProfilerChoice
 from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
 from profiling.runner import ChildFailed, ChildOutcome, run_child
@@ -28,7 +29,7 @@ from tuner.problem import GemmProblem
 
 @dataclass(frozen=True)
 class TuneSettings:
-    timer: str  # cupti, events or host (see profiling.choose_timer)
+    profiler: ProfilerChoice  # see profiling.choose_profiler
     jobs: int = 1
     warmup: int = 5
     iters: int = 20
@@ -85,7 +86,7 @@ def _clean(settings: TuneSettings, *paths: Path) -> None:
 
 
 def _check_job(module: Path, scratch: Path, names: list[str], settings: TuneSettings) -> ChildJob:
-    return ChildJob(module_path=str(module), timer=settings.timer, csv_path=str(scratch / "check.csv"),
+    return ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(scratch / "check.csv"),
                     progress_path=str(scratch / "check_progress.txt"), check_configs=names,
                     check_path=str(scratch / "check.json"))
 
@@ -112,13 +113,14 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
             raise SizeFailed(f"all {len(pruned.configs)} configs failed to compile; most often: {reasons.index[0]}")
 
         started = time.perf_counter()
-        job = ChildJob(module_path=str(module), timer=settings.timer, csv_path=str(scratch / "timings.csv"),
+        external = settings.profiler.external
+        job = ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(scratch / "timings.csv"),
                        progress_path=str(scratch / "progress.txt"), time_configs=compiled.compiled, baseline=True,
-                       warmup=settings.warmup, iters=settings.iters,
+                       warmup=settings.warmup, iters=settings.iters, markers=external is not None,
                        l2_bytes=0 if settings.interpret else device.l2_bytes)
         try:
             profiled = run_child(job, scratch, settings.interpret, settings.config_timeout,
-                                 log if settings.verbose else None)
+                                 log if settings.verbose else None, external)
         except ChildFailed as failure:
             raise SizeFailed(str(failure)) from None
         seconds["profile"] = time.perf_counter() - started
@@ -126,7 +128,9 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
         started = time.perf_counter()
         table = summarize(load_timings(Path(job.csv_path)), settings.warmup, settings.statistic)
         baseline = table[table["config"] == BASELINE_NAME]
-        table = table[table["config"] != BASELINE_NAME].reset_index(drop=True)
+        # an external profiler may hold some launches of a config that then crashed its child
+        table = table[(table["config"] != BASELINE_NAME) & ~table["config"].isin(profiled.failed)]
+        table = table.reset_index(drop=True)
         seconds["post-process"] = time.perf_counter() - started
         if table.empty:
             raise SizeFailed("no config produced a timing")
@@ -155,8 +159,12 @@ def check_configs(module: Path, configs: list[Config], scratch: Path, settings: 
     return {str(c): result.errors.get(str(c), float("inf")) for c in configs}
 
 
-def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings) -> float:
-    """`--compare_wo_tuning` for one entry: compile the recorded config alone and check it."""
+def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings, vendor: str) -> float:
+    """`--compare_wo_tuning` for one entry: compile the recorded config alone and check it.
+
+    AMD-only knobs of a config recorded on AMD are dropped elsewhere: no other backend takes them."""
+    if vendor != "amd":
+        config = config.without_amd_knobs()
     scratch = _scratch(settings, problem, "check")
     module = write_module(problem, [config], Path(settings.workdir).resolve())
     try:

@@ -63,8 +63,13 @@ def _config(entry: dict, where: str) -> Config | None:
     if missing:
         raise UserError(f"{where}: config fields incomplete, missing {', '.join(missing)}")
     for name in present:
-        _positive_int(entry, name, where)
-    return Config.from_mapping(entry)
+        value = entry[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"{where}: {name} must be an integer, got {value!r}")
+    try:
+        return Config.from_mapping(entry)
+    except ValueError as error:
+        raise UserError(f"{where}: {error}") from None
 
 
 def check_size(M: int, N: int, K: int, where: str) -> None:

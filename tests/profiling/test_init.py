@@ -1,11 +1,12 @@
-"""profiling.choose_timer: which timer each --profiler choice means, and clear refusals."""
+"""profiling.choose_profiler: what each --profiler choice means, and clear refusals."""
 
 from __future__ import annotations
 
 import pytest
 
 import profiling
-from profiling import choose_timer
+from profiling import choose_profiler
+from profiling.external import PROFILERS as EXTERNAL
 from tuner.errors import UserError
 
 
@@ -15,19 +16,33 @@ from tuner.errors import UserError
 ])
 def test_choices(monkeypatch, requested, vendor, timer):
     monkeypatch.setattr(profiling, "_cupti_available", lambda: True)
-    assert choose_timer(requested, vendor) == timer
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    choice = choose_profiler(requested, vendor)
+    assert (choice.timer, choice.name, choice.external) == (timer, timer, None)
 
 
 @pytest.mark.parametrize("requested,vendor,message", [
-    ("nsys", "nvidia", "not known"), ("cupti", "amd", "needs an NVIDIA GPU"), ("events", "interpreter", "needs a GPU"),
+    ("vtune", "nvidia", "not known"), ("cupti", "amd", "needs an NVIDIA GPU"), ("events", "interpreter", "needs a GPU"),
+    ("ncu", "amd", "profiles NVIDIA GPUs"), ("rocprof", "nvidia", "profiles AMD GPUs"),
+    ("nsys", "nvidia", "nsys is not installed .*use one of events, cupti"),
+    ("ncu", "interpreter", "needs a GPU"),
 ])
-def test_refusals(requested, vendor, message):
+def test_refusals(monkeypatch, requested, vendor, message):
+    monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(UserError, match=message):
-        choose_timer(requested, vendor)
+        choose_profiler(requested, vendor)
+
+
+def test_installed_external_profilers(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}" if name in ("ncu", "rocprof") else None)
+    assert choose_profiler("ncu", "nvidia") == profiling.ProfilerChoice("ncu", "launch", EXTERNAL["ncu"])
+    assert choose_profiler("auto", "amd") == profiling.ProfilerChoice("rocprof", "launch", EXTERNAL["rocprof"])
+    with pytest.raises(UserError, match="nsys is not installed .*use one of events, cupti, ncu"):
+        choose_profiler("nsys", "nvidia")
 
 
 def test_cupti_missing_from_torch(monkeypatch):
     monkeypatch.setattr(profiling, "_cupti_available", lambda: False)
     with pytest.raises(UserError, match="cupti is not available.*--profiler events"):
-        choose_timer("cupti", "nvidia")
-    assert choose_timer("auto", "nvidia") == "events"
+        choose_profiler("cupti", "nvidia")
+    assert choose_profiler("auto", "nvidia").timer == "events"

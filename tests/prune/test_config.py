@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prune.config import KERNEL_PREFIX, Config, ConfigNameError
+from prune.config import AMD_KNOBS, KERNEL_PREFIX, Config, ConfigNameError
 
-FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages")
+FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
+          "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive)
@@ -128,8 +129,8 @@ def test_parse_error_names_missing_tokens():
         Config.parse("BM16_BN16")
 
 
-@pytest.mark.parametrize("field", FIELDS)
-@pytest.mark.parametrize("bad", [0, -1, -64])
+@pytest.mark.parametrize("field,bad", [(f, b) for f in FIELDS for b in (0, -1, -64)
+                                       if not (f == "waves_per_eu" and b == 0)])  # 0: the compiler's choice
 def test_constructor_rejects_non_positive(field, bad):
     values = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
     values[field] = bad
@@ -137,8 +138,8 @@ def test_constructor_rejects_non_positive(field, bad):
         Config(**values)
 
 
-@pytest.mark.parametrize("field", FIELDS)
-@pytest.mark.parametrize("bad", [True, False, 16.0, "16", None])
+@pytest.mark.parametrize("field,bad", [(f, b) for f in FIELDS for b in (True, False, 16.0, "16", None)
+                                       if not (f in AMD_KNOBS and b is None)])  # None: AMD knob not set
 def test_constructor_rejects_bool_and_non_int(field, bad):
     values = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
     values[field] = bad
@@ -156,7 +157,26 @@ def test_from_mapping_ignores_extra_keys():
         "num_warps": 8, "num_stages": 3, "dtype_a": "fp16", "gpu": "NVIDIA H100", "time_us": 123.4,
         "tflops": 1000.0, "profiler": "events", "waves_per_eu": 0, "kpack": 2,
     }
-    assert Config.from_mapping(entry) == Config(128, 256, 64, 8, 1, 8, 3)
+    assert Config.from_mapping(entry) == Config(128, 256, 64, 8, 1, 8, 3, waves_per_eu=0, kpack=2)
+
+
+amd_configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
+                        st.one_of(st.none(), st.integers(0, 8)), st.one_of(st.none(), st.sampled_from([16, 32])),
+                        st.one_of(st.none(), st.sampled_from([1, 2])))
+
+
+@given(amd_configs)
+def test_amd_knobs_round_trip_and_print_only_when_set(config):
+    assert Config.parse(str(config)) == config
+    assert ("_EU" in str(config)) == (config.waves_per_eu is not None)
+    assert set(config.as_dict()) - set(FIELDS[:7]) == set(config.amd_knobs)
+    assert config.without_amd_knobs().amd_knobs == {}
+
+
+def test_amd_name_as_rocm_prints_it():
+    config = Config.parse("BM256_BN256_BK64_GM4_SK1_nW8_nS2_EU0_mfma16_kP2")
+    assert (config.waves_per_eu, config.matrix_instr_nonkdim, config.kpack) == (0, 16, 2)
+    assert str(config) == "BM256_BN256_BK64_GM4_SK1_nW8_nS2_EU0_mfma16_kP2"
 
 
 def test_from_mapping_uses_defaults_for_absent_optional_fields():

@@ -89,7 +89,8 @@ def test_empty_mapping_is_the_full_space():
 @pytest.mark.parametrize("mapping, field", [
     ({"BLOCK_SIZE_Q": [16]}, "BLOCK_SIZE_Q"),
     ({"block_m": [16]}, "block_m"),
-    ({"waves_per_eu": [0]}, "waves_per_eu"),
+    ({"waves_per_eu": [-1]}, "waves_per_eu"),
+    ({"wave_per_eu": [0]}, "wave_per_eu"),
     ({"BLOCK_SIZE_M": []}, "BLOCK_SIZE_M"),
     ({"SPLIT_K": []}, "SPLIT_K"),
     ({"BLOCK_SIZE_N": ["64"]}, "BLOCK_SIZE_N"),

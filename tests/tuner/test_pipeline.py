@@ -7,6 +7,7 @@ import pytest
 from helpers import problem
 from prune.device import INTERPRETER_PROFILE
 from prune.space import RangeSpace
+from profiling import ProfilerChoice
 from profiling.faults import ENV_VAR
 from tuner.pipeline import SizeFailed, TuneSettings, tune_size
 
@@ -20,7 +21,7 @@ FAULTY = {  # config -> fault
 
 
 def _settings(tmp_path, **overrides) -> TuneSettings:
-    fields = dict(timer="host", warmup=1, iters=2, interpret=True, workdir=tmp_path, space=SPACE, config_timeout=5)
+    fields = dict(profiler=ProfilerChoice("host", "host"), warmup=1, iters=2, interpret=True, workdir=tmp_path, space=SPACE, config_timeout=5)
     return TuneSettings(**{**fields, **overrides})
 
 

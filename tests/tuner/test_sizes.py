@@ -257,7 +257,8 @@ def test_incomplete_config_fields(tmp_path, fields, missing):
 
 
 @pytest.mark.parametrize("field, value, expected", [
-    ("num_warps", "0", "num_warps must be positive, got 0"),
+    ("num_warps", "0", "num_warps must be an integer >= 1, got 0"),
+    ("waves_per_eu", "-1", "waves_per_eu must be an integer >= 0, got -1"),
     ("BLOCK_SIZE_K", "'64'", "BLOCK_SIZE_K must be an integer, got '64'"),
     ("num_stages", "true", "num_stages must be an integer, got True"),
 ])
