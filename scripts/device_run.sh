@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 ROOT=$PWD
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
 if [ "${1:-tests}" = tests ]; then
-  python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest_gpu.log"
+  python3 -m pytest -m gpu -q -s -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest_gpu.log" | grep -E "passed|failed|error|winner|FAILED|Error" | tail -40
 fi
 if [ "${1:-tune}" = tune ] || [ "${2:-}" = tune ]; then
   cd /tmp && rm -f tuned.yaml
