@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -29,8 +29,8 @@ import pandas as pd
 from profiling.schema import KernelTiming
 
 NCU_DURATION_METRIC = "gpu__time_duration.sum"
-ROCPROF_COLUMNS = ["KernelName", "BeginNs", "EndNs"]
-ROCPROFV3_COLUMNS = ["Kernel_Name", "Start_Timestamp", "End_Timestamp"]
+ROCPROF_COLUMNS = ("KernelName", "BeginNs", "EndNs")  # name, begin, end: _parse_begin_end order
+ROCPROFV3_COLUMNS = ("Kernel_Name", "Start_Timestamp", "End_Timestamp")
 NCU_COLUMNS = ["ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"]
 
 # Nanoseconds per unit. ncu scales each value to its own unit ("nsecond", "usecond", ...; recent
@@ -88,15 +88,21 @@ def _without_signature(text: str) -> str:
     return text  # unbalanced: leave it alone rather than guess
 
 
-def parse_rocprof_stats(path: Path | str) -> list[KernelTiming]:
-    """Legacy `rocprof --timestamp on` (or `--stats`) results.csv: one row per dispatch."""
-    frame = _read_table(path, _has_columns(ROCPROF_COLUMNS))
+def _parse_begin_end(path: Path | str, columns: tuple[str, str, str], label: str) -> list[KernelTiming]:
+    """A table with (kernel name, begin ns, end ns) columns, named by `columns` in that order."""
+    frame = _read_table(path, _has_columns(columns))
     if frame is None:
         return []
-    _require(frame, path, "rocprof results.csv", ROCPROF_COLUMNS)
-    begin = _numbers(frame["BeginNs"], path, "BeginNs")
-    end = _numbers(frame["EndNs"], path, "EndNs")
-    return _timings(frame["KernelName"], begin, end - begin)
+    _require(frame, path, label, columns)
+    name, begin_column, end_column = columns
+    begin = _numbers(frame[begin_column], path, begin_column)
+    end = _numbers(frame[end_column], path, end_column)
+    return _timings(frame[name], begin, end - begin)
+
+
+def parse_rocprof_stats(path: Path | str) -> list[KernelTiming]:
+    """Legacy `rocprof --timestamp on` (or `--stats`) results.csv: one row per dispatch."""
+    return _parse_begin_end(path, ROCPROF_COLUMNS, "rocprof results.csv")
 
 
 def parse_rocprofv3_kernel_trace(path: Path | str) -> list[KernelTiming]:
@@ -105,13 +111,7 @@ def parse_rocprofv3_kernel_trace(path: Path | str) -> list[KernelTiming]:
     Rows are sorted by Start_Timestamp: the documentation does not promise the file is in dispatch
     order (records come out of per-agent buffers).
     """
-    frame = _read_table(path, _has_columns(ROCPROFV3_COLUMNS))
-    if frame is None:
-        return []
-    _require(frame, path, "rocprofv3 kernel trace", ROCPROFV3_COLUMNS)
-    start = _numbers(frame["Start_Timestamp"], path, "Start_Timestamp")
-    end = _numbers(frame["End_Timestamp"], path, "End_Timestamp")
-    return _timings(frame["Kernel_Name"], start, end - start)
+    return _parse_begin_end(path, ROCPROFV3_COLUMNS, "rocprofv3 kernel trace")
 
 
 def parse_nsys_gpu_trace(path: Path | str) -> list[KernelTiming]:
@@ -192,7 +192,7 @@ def _read_table(path: Path | str, is_header: Callable[[list[str]], bool]) -> pd.
         raise ValueError(f"{path}: not a CSV table in the expected layout ({error})") from None
 
 
-def _has_columns(columns: list[str]) -> Callable[[list[str]], bool]:
+def _has_columns(columns: Sequence[str]) -> Callable[[list[str]], bool]:
     return lambda fields: set(columns) <= set(fields)
 
 
