@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from profiling.schema import KernelTiming
 

@@ -27,5 +27,5 @@ class ChildJob:
         Path(path).write_text(json.dumps(asdict(self), indent=1))
 
     @classmethod
-    def load(cls, path: Path) -> "ChildJob":
+    def load(cls, path: Path) -> ChildJob:
         return cls(**json.loads(Path(path).read_text()))

@@ -70,7 +70,7 @@ class Config:
         """The AMD-only launch options that are set."""
         return {name: getattr(self, name) for name in AMD_KNOBS if getattr(self, name) is not None}
 
-    def without_amd_knobs(self) -> "Config":
+    def without_amd_knobs(self) -> Config:
         return replace(self, **{name: None for name in AMD_KNOBS})
 
     @property
@@ -86,12 +86,12 @@ class Config:
         return tuple(f.name for f in fields(cls))
 
     @classmethod
-    def from_mapping(cls, mapping: dict) -> "Config":
+    def from_mapping(cls, mapping: dict) -> Config:
         """Build from a results-file entry; keys that are not config fields are ignored."""
         return cls(**{name: mapping[name] for name in cls.field_names() if name in mapping})
 
     @classmethod
-    def parse(cls, name: str) -> "Config":
+    def parse(cls, name: str) -> Config:
         """Read a config back from its name, a kernel name, or a ROCm-style name with a size prefix."""
         text = name.strip()
         if text.startswith(KERNEL_PREFIX):

@@ -7,7 +7,7 @@ rules are here, written against the GPU's own facts (`DeviceProfile`) instead of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from prune.config import Config
 from prune.device import DeviceProfile

@@ -187,9 +187,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     requests = _requests(args, _defaults(args))
     device = _device(args)
     space = _space(args.space, device.vendor)
-    where = args.gemm_size_file or "size"
     for index, request in enumerate(requests):
-        check_fits(request.problem, device.memory_bytes, f"{where} entry {index + 1}" if args.gemm_size_file else where)
+        where = f"{args.gemm_size_file} entry {index + 1}" if args.gemm_size_file else "size"
+        check_fits(request.problem, device.memory_bytes, where)
     settings = TuneSettings(
         profiler=choose_profiler(args.profiler, device.vendor), jobs=args.jobs, warmup=args.warmup, iters=args.iters,
         statistic=args.statistic, interpret=args.interpret, keep=args.keep, space=space,
