@@ -12,7 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+from gen.naming import kernel_name
 from profiling.job import ChildJob
+from prune.config import Config
 from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
 from profiling.backends import TIMERS
 from profiling.faults import injected_faults, trigger
@@ -126,7 +128,7 @@ def run(job: ChildJob) -> int:
 
     def time_config(name: str) -> None:
         launcher = _with_fault(module.LAUNCHERS[name], faults.get(name), device == "cuda")
-        rows = timer.measure(f"matmul_kernel_{name}", lambda i: launcher(*sets[i % len(sets)]), count)
+        rows = timer.measure(kernel_name(Config.parse(name)), lambda i: launcher(*sets[i % len(sets)]), count)
         append_rows(Path(job.csv_path), rows)
 
     def time_baseline() -> None:
