@@ -32,6 +32,11 @@ _TOKEN_RE = re.compile(r"^([A-Za-z]+?)(\d+)$")
 _SIZE_TOKENS = ("M", "N", "K")
 
 
+def minimum_value(field: str) -> int:
+    """Smallest legal value of a config field: waves_per_eu 0 means the compiler's choice."""
+    return 0 if field == "waves_per_eu" else 1
+
+
 class ConfigNameError(ValueError):
     """A string that is not a config name."""
 
@@ -56,7 +61,7 @@ class Config:
             value = getattr(self, f.name)
             if f.name in AMD_KNOBS and value is None:
                 continue
-            least = 0 if f.name == "waves_per_eu" else 1
+            least = minimum_value(f.name)
             # bool is an int subclass; True is no block size
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{f.name} must be an integer >= {least}, got {value!r}")
@@ -72,10 +77,6 @@ class Config:
 
     def without_amd_knobs(self) -> Config:
         return replace(self, **{name: None for name in AMD_KNOBS})
-
-    @property
-    def kernel_name(self) -> str:
-        return KERNEL_PREFIX + str(self)
 
     def as_dict(self) -> dict[str, int]:
         """Field -> value, AMD knobs only when set."""

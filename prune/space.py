@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields, replace
 
-from prune.config import Config
+from prune.config import Config, minimum_value
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
             raise ValueError(f"{where}: unknown field {key!r}; use {', '.join(_SPACE_KEYS)}")
         if isinstance(choices, int) and not isinstance(choices, bool):
             choices = [choices]
-        least = 0 if key == "waves_per_eu" else 1
+        least = minimum_value(key)
         if (not isinstance(choices, list) or not choices
                 or not all(isinstance(c, int) and not isinstance(c, bool) and c >= least for c in choices)):
             raise ValueError(f"{where}: {key} must be an integer >= {least} or a non-empty list of them")

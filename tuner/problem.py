@@ -23,16 +23,20 @@ class GemmProblem:
         return 2 * self.M * self.N * self.K
 
     @property
+    def layouts(self) -> tuple[str, str]:
+        """A's and B's layout letters as the ROCm script writes them: 'T' row-major, 'N' column-major."""
+        return ("N" if self.col_a else "T"), ("N" if self.col_b else "T")
+
+    @property
     def label(self) -> str:
-        layout = ("N" if self.col_a else "T") + ("N" if self.col_b else "T")
-        return f"{self.M}x{self.N}x{self.K} {self.dtype_a.name}->{self.dtype_c.name} {layout}"
+        return f"{self.M}x{self.N}x{self.K} {self.dtype_a.name}->{self.dtype_c.name} {''.join(self.layouts)}"
 
     @property
     def file_tag(self) -> str:
         """Suffix of generated file names, as the seed: generated_kernel<M><N><K>.py (plus layout/dtype when not default)."""
         tag = f"{self.M}{self.N}{self.K}"
         if self.col_a or self.col_b:
-            tag += f"_{'N' if self.col_a else 'T'}{'N' if self.col_b else 'T'}"
+            tag += "_" + "".join(self.layouts)
         if (self.dtype_a.name, self.dtype_c.name) != ("fp16", "fp16"):
             tag += f"_{self.dtype_a.name}_{self.dtype_c.name}"
         return tag

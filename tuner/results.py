@@ -49,8 +49,8 @@ class ResultEntry:
 
 def _problem_fields(problem: GemmProblem) -> tuple[dict, dict]:
     """The size/layout fields (first in an entry) and the dtype fields (after the config) of a problem."""
-    size = {"M": problem.M, "N": problem.N, "K": problem.K, "rowMajorA": "N" if problem.col_a else "T",
-            "rowMajorB": "N" if problem.col_b else "T"}
+    layout_a, layout_b = problem.layouts
+    size = {"M": problem.M, "N": problem.N, "K": problem.K, "rowMajorA": layout_a, "rowMajorB": layout_b}
     dtypes = {"dtype_a": problem.dtype_a.name, "dtype_b": problem.dtype_b.name, "dtype_c": problem.dtype_c.name}
     return size, dtypes
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gen.naming import kernel_name
 from prune.config import AMD_KNOBS, KERNEL_PREFIX, Config, ConfigNameError
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
@@ -27,7 +28,7 @@ def test_str_of_defaults():
 
 
 def test_kernel_name_has_prefix():
-    assert Config(32, 64, 16).kernel_name == "matmul_kernel_BM32_BN64_BK16_GM1_SK1_nW4_nS2"
+    assert kernel_name(Config(32, 64, 16)) == "matmul_kernel_BM32_BN64_BK16_GM1_SK1_nW4_nS2"
     assert KERNEL_PREFIX == "matmul_kernel_"
 
 
@@ -51,7 +52,7 @@ def test_parse_str_round_trip(config):
 @settings(max_examples=150, deadline=None, database=None)
 @given(configs)
 def test_parse_kernel_name_round_trip(config):
-    assert Config.parse(config.kernel_name) == config
+    assert Config.parse(kernel_name(config)) == config
 
 
 @settings(max_examples=150, deadline=None, database=None)
