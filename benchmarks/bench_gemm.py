@@ -1,16 +1,20 @@
 """Benchmark recorded winners against what users would use instead, on the same inputs and timer.
 
-For each entry of a results file: tune_gemm's recorded config, torch.matmul (cuBLAS), and
-torch.compile(mode="max-autotune-no-cudagraphs") with Inductor's Triton GEMM templates only.
+For each entry of a results file: tune_gemm's recorded config, torch.matmul (cuBLAS),
+torch.compile(mode="max-autotune-no-cudagraphs") with Inductor's Triton GEMM templates only, and the
+Triton matmul tutorial's eight stock configs on the same kernel family (the fastest of those that fit,
+as @triton.autotune over that list would pick; reporting/tutorial.py).
 Every column is timed with triton.testing.do_bench (median; it flushes L2 between runs).
 
-    python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv
+    python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv --png bench.png
+    python benchmarks/bench_gemm.py output_tuning.yaml --csv report/bench.csv   # then tune_gemm --report report
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import importlib.util
 import math
 import sys
@@ -23,6 +27,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from gen import write_module  # noqa: E402
+from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
 from tuner.sizes import load_sizes  # noqa: E402
@@ -42,9 +47,28 @@ def _inductor_matmul():
     return torch.compile(torch.matmul, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
-def bench_entry(problem: GemmProblem, config, workdir: Path) -> dict[str, float]:
-    """Median microseconds of each column for one size."""
-    module = _load(write_module(problem, [config], workdir))
+def _do_bench_us(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median") * 1e3
+
+
+def best_tutorial(module, problem: GemmProblem, operands) -> tuple[float, str]:
+    """Median microseconds of the fastest tutorial config, and its name; (inf, "") when none fits this GPU."""
+    best = (math.inf, "")
+    for config in TUTORIAL_CONFIGS:
+        launcher = module.LAUNCHERS[str(config)]
+        try:
+            error = module.check_config(launcher, module.PROBLEM, "cuda")
+        except triton.runtime.errors.OutOfResources:  # e.g. fp32 tiles past shared memory: autotune skips them too
+            continue
+        if error > problem.dtype_a.tolerance:
+            raise SystemExit(f"{problem.label} tutorial config {config}: relative error {error:.2e}")
+        best = min(best, (_do_bench_us(functools.partial(launcher, *operands)), str(config)))
+    return best
+
+
+def bench_entry(problem: GemmProblem, config, workdir: Path) -> tuple[dict[str, float], str]:
+    """Median microseconds of each column for one size, and the tutorial config that gave its column."""
+    module = _load(write_module(problem, [config, *(c for c in TUTORIAL_CONFIGS if c != config)], workdir))
     a, b, c = module.make_operands(module.PROBLEM, "cuda")
     launcher = module.LAUNCHERS[str(config)]
     error = module.check_config(launcher, module.PROBLEM, "cuda")
@@ -57,36 +81,49 @@ def bench_entry(problem: GemmProblem, config, workdir: Path) -> dict[str, float]
         "torch.matmul": lambda: torch.matmul(a, b, out=c),
         "max-autotune": lambda: compiled(a, b),
     }
-    return {name: triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median") * 1e3
-            for name, fn in columns.items()}
+    times = {name: _do_bench_us(fn) for name, fn in columns.items()}
+    times["triton tutorial"], tutorial = best_tutorial(module, problem, (a, b, c))
+    return times, tutorial
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a tune_gemm results file")
     parser.add_argument("--csv", type=Path, help="write the table as CSV too")
+    parser.add_argument("--png", type=Path, help="write a bar chart of TFLOP/s per shape and column")
     args = parser.parse_args()
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for request in load_sizes(args.results, defaults):
-            times = bench_entry(request.problem, request.config, Path(workdir))
+            times, tutorial = bench_entry(request.problem, request.config, Path(workdir))
             row = {"size": request.problem.label, "config": str(request.config)}
             for name, us in times.items():
-                row[f"{name} us"] = round(us, 2)
-                row[f"{name} TFLOP/s"] = round(request.problem.tflops(us), 1)
+                finite = math.isfinite(us)
+                row[f"{name} us"] = round(us, 2) if finite else ""
+                row[f"{name} TFLOP/s"] = round(request.problem.tflops(us), 1) if finite else ""
             row["vs cuBLAS"] = round(times["torch.matmul"] / times["tune_gemm"], 3)
             row["vs max-autotune"] = round(times["max-autotune"] / times["tune_gemm"], 3)
+            row["vs best peer"] = round(min(times["torch.matmul"], times["max-autotune"]) / times["tune_gemm"], 3)
+            row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
+            row["tutorial config"] = tutorial
             rows.append(row)
             print(row, flush=True)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}")
-    print("| size | config | tune_gemm TFLOP/s | torch.matmul TFLOP/s | max-autotune TFLOP/s | vs cuBLAS | vs max-autotune |")
-    print("|---|---|---|---|---|---|---|")
+    columns = ["size", "config", "tune_gemm TFLOP/s", "torch.matmul TFLOP/s", "max-autotune TFLOP/s",
+               "triton tutorial TFLOP/s", "vs cuBLAS", "vs max-autotune", "vs best peer", "vs tutorial"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
     for row in rows:
-        print(f"| {row['size']} | {row['config']} | {row['tune_gemm TFLOP/s']} | {row['torch.matmul TFLOP/s']} | "
-              f"{row['max-autotune TFLOP/s']} | {row['vs cuBLAS']} | {row['vs max-autotune']} |")
-    geomean = math.exp(sum(math.log(r["vs cuBLAS"]) for r in rows) / len(rows))
-    print(f"geometric mean vs cuBLAS: {geomean:.3f}")
+        print("| " + " | ".join(str(row[column]) for column in columns) + " |")
+    for column in ("vs cuBLAS", "vs max-autotune", "vs best peer"):
+        print(f"geometric mean {column}: {math.exp(sum(math.log(r[column]) for r in rows) / len(rows)):.3f}")
+    if args.png:
+        from reporting.plots import plot_tflops
+
+        series = {name: [r[f"{name} TFLOP/s"] or math.nan for r in rows]
+                  for name in ("tune_gemm", "torch.matmul", "max-autotune", "triton tutorial")}
+        plot_tflops([r["size"] for r in rows], series, f"{torch.cuda.get_device_name()}: TFLOP/s", args.png)
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

@@ -3,6 +3,7 @@
 # into each generated_kernel*.py; the per-config kernels below it only bind constants.
 # ---------------------------------------------------------------------------------------------
 import argparse
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class Problem:
     dtype_b: torch.dtype
     dtype_c: torch.dtype
     tolerance: float  # relative-norm error allowed against the float64 reference
+    bias: bool = False  # C += bias[m] on row m (the ROCm script's --bias_vector), bias in C's dtype
 
 
 @dataclass(frozen=True)
@@ -48,23 +50,39 @@ class TileConfig:
 
 
 @triton.jit
-def matmul_tile(
-    a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs,
-    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-    GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr,
-):
-    """One output tile of C = A @ B; with SPLIT_K > 1, one K slice's fp32 partial tile (slice stride_cs)."""
-    pid = tl.program_id(axis=0)
-    pid_k = tl.program_id(axis=1)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    # Walk GROUP_SIZE_M rows of tiles column by column: programs that run together share B tiles in L2.
+def add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS: tl.constexpr):
+    """Epilogue shared by every kernel family: the fp32 tile `acc` (rows offs_m) plus bias[m] on each
+    column of row m when HAS_BIAS; unchanged otherwise. Rows past M read 0 (their store is masked)."""
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + offs_m * stride_bias, mask=offs_m < M, other=0.0)
+        acc = acc + bias.to(tl.float32)[:, None]
+    return acc
+
+
+@triton.jit
+def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
+    """(row, column) of output tile `tile_id` when tiles are walked GROUP_SIZE_M rows at a time, column
+    by column: programs that run together share B tiles in L2."""
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_SIZE_M
+    first_pid_m = (tile_id // num_pid_in_group) * GROUP_SIZE_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def matmul_tile(
+    a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+):
+    """One output tile of C = A @ B (+ bias); with SPLIT_K > 1, one K slice's fp32 partial tile (slice
+    stride_cs), without the bias: the reduction kernel adds it once."""
+    pid_k = tl.program_id(axis=1)
+    pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_SIZE_M), tl.cdiv(N, BLOCK_SIZE_N),
+                                GROUP_SIZE_M)
 
     offs_m = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
     offs_n = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
@@ -92,16 +110,18 @@ def matmul_tile(
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
 
+    if SPLIT_K == 1:
+        acc = add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
     c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
 def splitk_reduce_tile(
-    p_ptr, c_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn,
-    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+    p_ptr, c_ptr, bias_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn, stride_bias,
+    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
 ):
-    """Sum the SPLIT_K fp32 partial tiles into C, in C's dtype."""
+    """Sum the SPLIT_K fp32 partial tiles (plus the bias, once) into C, in C's dtype."""
     offs_m = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
     offs_n = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -109,6 +129,7 @@ def splitk_reduce_tile(
     acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(p_ptrs + s * stride_ps, mask=mask, other=0.0)
+    acc = add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
              mask=mask)
 
@@ -117,20 +138,23 @@ def _grid(config: TileConfig, M: int, N: int) -> tuple:
     return (triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N), config.SPLIT_K)
 
 
-def launch(kernel, reduce_kernel, config: TileConfig, a, b, c):
-    """C = A @ B with one config. A: (M, K), B: (K, N), C: (M, N), any strides."""
+def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None):
+    """C = A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any strides."""
     M, K = a.shape
     N = b.shape[1]
+    has_bias = bias is not None
+    bias_stride = bias.stride(0) if has_bias else 0
     out = c if config.SPLIT_K == 1 else torch.empty((config.SPLIT_K, M, N), dtype=torch.float32, device=c.device)
     slice_stride = 0 if config.SPLIT_K == 1 else out.stride(0)
     kernel[_grid(config, M, N)](
-        a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(-2), out.stride(-1),
-        slice_stride, EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0,
+        a, b, out, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(-2), out.stride(-1),
+        slice_stride, bias_stride, EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias,
         num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
     )
     if config.SPLIT_K > 1:
         reduce_kernel[(triton.cdiv(M, REDUCE_BLOCK.value), triton.cdiv(N, REDUCE_BLOCK.value))](
-            out, c, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0), c.stride(1))
+            out, c, bias, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0), c.stride(1), bias_stride,
+            HAS_BIAS=has_bias)
     return c
 
 
@@ -148,37 +172,56 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
     M, N, K = problem.M, problem.N, problem.K
     out_dtype = problem.dtype_c if config.SPLIT_K == 1 else torch.float32
     out_strides = (N, 1, 0) if config.SPLIT_K == 1 else (N, 1, M * N)
+    bias, bias_stride = (mock(problem.dtype_c), 1) if problem.bias else (None, 0)  # as launch() passes them
     compiled = kernel.warmup(
-        mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), M, N, K,
-        *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides,
-        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0,
+        mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, M, N, K,
+        *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides, bias_stride,
+        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=problem.bias,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N), **dict(config.options),
     )
     compiled._init_handles()  # loads the binary: raises OutOfResources when it cannot run
     if config.SPLIT_K > 1:
-        reduce_kernel.warmup(mock(torch.float32), mock(problem.dtype_c), M, N, M * N, N, 1, N, 1,
-                             grid=(1, 1))._init_handles()
+        reduce_kernel.warmup(mock(torch.float32), mock(problem.dtype_c), bias, M, N, M * N, N, 1, N, 1, bias_stride,
+                             HAS_BIAS=problem.bias, grid=(1, 1))._init_handles()
     return {"registers": compiled.n_regs, "spills": compiled.n_spills, "shared_bytes": compiled.metadata.shared}
 
 
-def make_operand(rows: int, cols: int, column_major: bool, dtype, device, generator):
-    """A random (rows, cols) matrix, stored column-major when asked. Never zeros: they hide bugs."""
-    if column_major:
-        return torch.randn((cols, rows), generator=generator, device=device).to(dtype).t()
-    return torch.randn((rows, cols), generator=generator, device=device).to(dtype)
+def init_values(shape: tuple, init_type: str, generator, device):
+    """fp32 values for a tensor stored as `shape`, as the ROCm script's --init_type names them."""
+    if init_type == "randn":  # normal distribution
+        return torch.randn(shape, generator=generator, device=device)
+    if init_type == "hpl":  # uniform in [-0.5, 0.5), as HPL fills its matrices
+        return torch.rand(shape, generator=generator, device=device) - 0.5
+    if init_type == "trig_float":  # sin of each element's position in storage order: deterministic
+        count = shape[0] * shape[1]
+        return torch.arange(count, dtype=torch.float64, device=device).sin().float().reshape(shape)
+    if init_type == "zeros":  # timing only: zeros flatter a kernel and hide wrong results
+        return torch.zeros(shape, device=device)
+    raise ValueError(f"unknown init_type {init_type!r}")
 
 
-def make_operands(problem: Problem, device, seed: int = 0):
+def make_operand(rows: int, cols: int, column_major: bool, dtype, device, generator, init_type: str = "randn"):
+    """A (rows, cols) matrix filled as `init_type` says, stored column-major when asked."""
+    values = init_values((cols, rows) if column_major else (rows, cols), init_type, generator, device).to(dtype)
+    return values.t() if column_major else values
+
+
+def make_operands(problem: Problem, device, seed: int = 0, init_type: str = "randn") -> tuple:
+    """The launcher's arguments: (a, b, c), and the bias vector (M values, C's dtype) when the problem has one."""
     generator = torch.Generator(device=device).manual_seed(seed)
-    a = make_operand(problem.M, problem.K, problem.col_a, problem.dtype_a, device, generator)
-    b = make_operand(problem.K, problem.N, problem.col_b, problem.dtype_b, device, generator)
+    a = make_operand(problem.M, problem.K, problem.col_a, problem.dtype_a, device, generator, init_type)
+    b = make_operand(problem.K, problem.N, problem.col_b, problem.dtype_b, device, generator, init_type)
     c = torch.empty((problem.M, problem.N), dtype=problem.dtype_c, device=device)
-    return a, b, c
+    if not problem.bias:
+        return a, b, c
+    return a, b, c, init_values((1, problem.M), init_type, generator, device)[0].to(problem.dtype_c)
 
 
-def relative_error(c, a, b) -> float:
-    """||C - A@B|| / ||A@B|| with A@B computed in float64; NaN anywhere in C gives inf."""
+def relative_error(c, a, b, bias=None) -> float:
+    """||C - R|| / ||R|| with R = A@B (+ bias[m] on row m) computed in float64; NaN anywhere in C gives inf."""
     reference = a.double() @ b.double()
+    if bias is not None:
+        reference += bias.double()[:, None]
     result = c.double()
     if not torch.isfinite(result).all():
         return float("inf")
@@ -186,11 +229,13 @@ def relative_error(c, a, b) -> float:
 
 
 def check_config(launcher, problem: Problem, device, seed: int = 0) -> float:
-    """Run one launcher on fresh random inputs with C poisoned (NaN) first; returns the relative error."""
-    a, b, c = make_operands(problem, device, seed)
+    """Run one launcher on fresh random inputs with C poisoned (NaN) first; returns the relative error.
+
+    The inputs are always randn, whatever init_type the timing used: on zeros any kernel passes."""
+    a, b, c, *bias = make_operands(problem, device, seed)  # bias: [] or [the bias vector]
     c.fill_(float("nan"))
-    launcher(a, b, c)
-    return relative_error(c, a, b)
+    launcher(a, b, c, *bias)
+    return relative_error(c, a, b, *bias)
 
 
 def test_gemm(launchers: dict, problem: Problem, device, time_kernels: bool) -> int:
@@ -202,8 +247,8 @@ def test_gemm(launchers: dict, problem: Problem, device, time_kernels: bool) -> 
         failures += not ok
         line = f"{'PASS' if ok else 'FAIL'} {name}: relative error {error:.2e}"
         if time_kernels:
-            a, b, c = make_operands(problem, device)
-            ms = triton.testing.do_bench(lambda: launcher(a, b, c), return_mode="median")
+            operands = make_operands(problem, device)
+            ms = triton.testing.do_bench(functools.partial(launcher, *operands), return_mode="median")
             line += f", {ms * 1e3:.1f} us, {2 * problem.M * problem.N * problem.K / ms / 1e9:.1f} TFLOP/s"
         print(line)
     return failures

@@ -8,13 +8,21 @@ launch  no timing: an external profiler (profiling.external) records the launche
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable
+from typing import Self
 
+from profiling.cache_flush import FLUSH_KERNEL
 from profiling.schema import KernelTiming
 
 Launch = Callable[[int], object]  # launch(i) runs launch number i
+Flush = Callable[[], object]  # run before each launch, outside the time measured (--icache_flush)
+
+
+def no_flush() -> None:
+    """The default: nothing runs between launches."""
 
 
 # Host time to enqueue one launch and its two events, generously. The GPU sleeps this long before
@@ -25,16 +33,56 @@ _ENQUEUE_SECONDS = 100e-6
 _SLEEP_CYCLES = int(_ENQUEUE_SECONDS * 2e9)  # 2 GHz is above any GPU clock: the sleep lasts at least that
 
 
-class EventsTimer:
+SEPARATOR_KERNEL = "tune_gemm_launch_separator"
+
+
+@functools.cache
+def _separator_kernel():
+    """An empty kernel launched before each timed launch: its records mark where each launch begins."""
+    import triton
+
+    @triton.jit
+    def tune_gemm_launch_separator():
+        pass
+
+    return tune_gemm_launch_separator
+
+
+class Session:
+    """Configs measured one after another, their rows in `rows` (subject -> rows) once the session is over.
+
+    This one measures each config on the spot; CUPTI's opens one profiler for all of them."""
+
+    def __init__(self, timer):
+        self._timer = timer
+        self.rows: dict[str, list[KernelTiming]] = {}
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def measure(self, subject: str, launch: Launch, count: int, flush: Flush = no_flush) -> None:
+        self.rows[subject] = self._timer.measure(subject, launch, count, flush)
+
+
+class _Timer:
+    def session(self) -> Session:
+        return Session(self)
+
+
+class EventsTimer(_Timer):
     name = "events"
     meaningful = True
 
-    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
+    def measure(self, subject: str, launch: Launch, count: int, flush: Flush = no_flush) -> list[KernelTiming]:
         import torch
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
         for i in range(count):
+            flush()
             torch.cuda._sleep(_SLEEP_CYCLES)
             starts[i].record()
             launch(i)
@@ -43,55 +91,113 @@ class EventsTimer:
         return [KernelTiming(subject, i, starts[i].elapsed_time(ends[i]) * 1e6) for i in range(count)]
 
 
-class CuptiTimer:
+class _CuptiSession(Session):
+    """One torch.profiler session around many configs' launches: profiler start-up and record processing
+    are paid once per batch of configs instead of once per config."""
+
+    def __init__(self, timer):
+        super().__init__(timer)
+        self._launched: list[tuple[str, int]] = []  # (subject, separators launched for it), in order
+
+    def __enter__(self) -> Self:
+        from torch.profiler import ProfilerActivity, profile
+
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore")  # torch.profiler's notes on event cycles: not ours to act on
+        self._profile = profile(activities=[ProfilerActivity.CUDA])
+        self._profile.__enter__()
+        return self
+
+    def measure(self, subject: str, launch: Launch, count: int, flush: Flush = no_flush) -> None:
+        separator, launched = _separator_kernel(), 0
+        try:
+            for i in range(count):
+                flush()  # its kernel's records are dropped below, by name
+                separator[(1,)]()
+                launched += 1
+                launch(i)
+        finally:
+            self._launched.append((subject, launched))
+
+    def __exit__(self, *exc) -> None:
+        import torch
+        from torch.autograd import DeviceType
+
+        try:
+            torch.cuda.synchronize()
+        finally:
+            self._profile.__exit__(*exc)
+            self._warnings.__exit__(*exc)
+        if exc[0] is not None:  # the batch broke off: its caller times its configs again elsewhere
+            return
+        kernels = sorted(
+            (event for event in self._profile.profiler.kineto_results.events()
+             if event.device_type() == DeviceType.CUDA and event.name() != FLUSH_KERNEL),
+            key=lambda event: event.start_ns(),
+        )
+        self.rows = split_launches([(event.name(), float(event.duration_ns())) for event in kernels],
+                                   self._launched)
+
+
+def split_launches(kernels: list[tuple[str, float]], launched: list[tuple[str, int]]) -> dict[str, list[KernelTiming]]:
+    """Rows per subject from a session's kernel records, (name, duration_ns) in start order.
+
+    One stream runs the launches in order, so every kernel between two separators belongs to one launch:
+    instance is that launch's number, for the config's kernels and any others it runs (a split-K
+    reduction, a padding copy), which the caller can then sum per launch. `launched` says, in order, how
+    many separators each subject launched, so which launches are whose."""
+    launches: list[list[tuple[str, float]]] = []
+    for name, duration in kernels:
+        if name == SEPARATOR_KERNEL:
+            launches.append([])
+        elif launches:
+            launches[-1].append((name, duration))
+    rows, first = {}, 0
+    for subject, count in launched:
+        rows[subject] = [KernelTiming(name, number, duration)
+                         for number, records in enumerate(launches[first:first + count])
+                         for name, duration in records]
+        first += count
+    return rows
+
+
+class CuptiTimer(_Timer):
     name = "cupti"
     meaningful = True
 
-    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
-        import torch
-        from torch.autograd import DeviceType
-        from torch.profiler import ProfilerActivity, profile
+    def session(self) -> Session:
+        return _CuptiSession(self)
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch.profiler's notes on event cycles: not ours to act on
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for i in range(count):
-                    launch(i)
-                torch.cuda.synchronize()
-        kernels = sorted(
-            (event for event in prof.profiler.kineto_results.events() if event.device_type() == DeviceType.CUDA),
-            key=lambda event: event.start_ns(),
-        )
-        seen: dict[str, int] = {}
-        rows = []
-        for event in kernels:
-            instance = seen.get(event.name(), 0)
-            seen[event.name()] = instance + 1
-            rows.append(KernelTiming(event.name(), instance, float(event.duration_ns())))
-        return rows
+    def measure(self, subject: str, launch: Launch, count: int, flush: Flush = no_flush) -> list[KernelTiming]:
+        with self.session() as session:
+            session.measure(subject, launch, count, flush)
+        return session.rows[subject]
 
 
-class HostTimer:
+class HostTimer(_Timer):
     name = "host"
     meaningful = False
 
-    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
+    def measure(self, subject: str, launch: Launch, count: int, flush: Flush = no_flush) -> list[KernelTiming]:
         rows = []
         for i in range(count):
+            flush()
             start = time.perf_counter_ns()
             launch(i)
             rows.append(KernelTiming(subject, i, float(time.perf_counter_ns() - start)))
         return rows
 
 
-class LaunchOnly:
+class LaunchOnly(_Timer):
     """Under an external profiler: launch, and let the profiler do the timing."""
 
     name = "launch"
     meaningful = True
 
-    def measure(self, subject: str, launch: Launch, count: int) -> list[KernelTiming]:
+    def measure(self, subject: str, launch: Launch, count: int, flush: Flush = no_flush) -> list[KernelTiming]:
         for i in range(count):
+            flush()  # the profiler records it too: profiling.external drops it by name
             launch(i)
         return []
 

@@ -2,31 +2,29 @@
 
 Run as `python -m profiling.child JOB.json`. It is the unit of crash isolation: whatever a kernel
 does to this process, the tuner only loses the config that was running (see progress_path).
+Configs are timed in batches (`job.batch`, one timer session each, in the order profiling.stream
+gives): a batch's rows are written, and its configs marked done, once the batch is over, so a crash
+inside a batch leaves its other configs to the next child.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
 
+from gen.loader import load_module
 from gen.naming import kernel_name
 from profiling.job import ChildJob
 from prune.config import Config
 from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
-from profiling.backends import TIMERS
+from profiling.backends import TIMERS, Session, no_flush
+from profiling.cache_flush import CacheFlush
 from profiling.faults import injected_faults, trigger
+from profiling.stream import config_batches
 
 MAX_ROTATING_SETS = 32
-
-
-def load_module(path: str):
-    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def rotating_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int) -> int:
@@ -36,17 +34,42 @@ def rotating_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int) -> int:
     return max(1, min(wanted, affordable, MAX_ROTATING_SETS))
 
 
+def _set_count(job: ChildJob, bytes_per_set: int, free_bytes: int) -> int:
+    """How many operand sets to build: --rotating_tensor's total when given (0: one set), else enough to
+    exceed twice the L2. Never more than one measurement's launches: each launch takes the next set, so
+    later sets would never be touched."""
+    if job.rotating_bytes is not None:
+        wanted = max(1, job.rotating_bytes // max(bytes_per_set, 1))
+    elif job.l2_bytes:
+        wanted = rotating_sets(bytes_per_set, job.l2_bytes, free_bytes)
+    else:
+        wanted = 1
+    return min(wanted, job.warmup + job.iters)
+
+
 def _operand_sets(module, job: ChildJob, device: str) -> list:
     problem = module.PROBLEM
-    first = module.make_operands(problem, device, seed=job.seed)
+    first = module.make_operands(problem, device, seed=job.seed, init_type=job.init_type)
     bytes_per_set = sum(t.numel() * t.element_size() for t in first)
     free_bytes = 0
     if device == "cuda":
         import torch
 
         free_bytes = torch.cuda.mem_get_info()[0]
-    count = rotating_sets(bytes_per_set, job.l2_bytes, free_bytes) if job.l2_bytes else 1
-    return [first] + [module.make_operands(problem, device, seed=job.seed + i) for i in range(1, count)]
+    count = _set_count(job, bytes_per_set, free_bytes)
+    return [first] + [module.make_operands(problem, device, seed=job.seed + i, init_type=job.init_type)
+                      for i in range(1, count)]
+
+
+def _baseline(operands: tuple) -> None:
+    """torch.matmul on one operand set, with the bias added the way torch adds it when there is one."""
+    import torch
+
+    a, b, c, *bias = operands
+    if bias:
+        torch.addmm(bias[0][:, None], a, b, out=c)
+    else:
+        torch.matmul(a, b, out=c)
 
 
 # Exit code of a child whose GPU context a kernel ruined (sticky CUDA error): the runner starts a new one.
@@ -75,8 +98,9 @@ def _context_alive(device: str) -> bool:
         return False
 
 
-def _guarded(progress: _Progress, name: str, device: str, work) -> bool:
-    """Run one config's work, marking start/done; an exception marks it failed. False: stop this child."""
+def _attempt(progress: _Progress, name: str, device: str, work) -> tuple[bool, bool]:
+    """Run one config's work, marking it started; an exception marks it failed.
+    Returns (it ran, the GPU context is still usable)."""
     progress.mark("start", name)
     try:
         work()
@@ -86,9 +110,39 @@ def _guarded(progress: _Progress, name: str, device: str, work) -> bool:
             torch.cuda.synchronize()  # a fault surfaces here, while this config is the one marked
     except Exception as error:
         progress.mark("fail", name, f"{type(error).__name__}: {error}")
-        return _context_alive(device)
-    progress.mark("done", name)
-    return True
+        return False, _context_alive(device)
+    return True, True
+
+
+def _guarded(progress: _Progress, name: str, device: str, work) -> bool:
+    """Run one config's work, marking start/done; an exception marks it failed. False: stop this child."""
+    ran, alive = _attempt(progress, name, device, work)
+    if ran:
+        progress.mark("done", name)
+    return alive
+
+
+def _time_batch(progress: _Progress, device: str, session: Session, names: list[str], measure,
+                rows_of) -> list | None:
+    """Time a batch of configs in one timer session (measure(session, name) each). Once the session is over,
+    returns the rows of those that ran (rows_of(session, name)); the caller writes them, then marks them done.
+    None: the GPU context is lost; the batch's configs not marked failed are timed again by the next child."""
+    ran, alive = [], True
+    try:
+        with session:
+            for name in names:
+                ok, alive = _attempt(progress, name, device, lambda name=name: measure(session, name))
+                if not alive:
+                    return None
+                if ok:
+                    ran.append(name)
+    except Exception as error:  # the session itself broke (its profiler): what it measured is lost with it
+        if not alive:
+            return None
+        for name in ran:
+            progress.mark("fail", name, f"timer session failed: {type(error).__name__}: {error}")
+        return [] if _context_alive(device) else None
+    return [(name, rows_of(session, name)) for name in ran]
 
 
 def _marker_kernels():
@@ -124,21 +178,24 @@ def run(job: ChildJob) -> int:
     progress = _Progress(job.progress_path)
     faults = injected_faults()
     count = job.warmup + job.iters
-    sets = _operand_sets(module, job, device) if job.time_configs or job.baseline else []
+    timing = bool(job.time_configs or job.baseline)
+    sets = _operand_sets(module, job, device) if timing else []
+    flush = CacheFlush(job.l2_bytes, device) if job.cache_flush and timing else no_flush
 
-    def time_config(name: str) -> None:
+    def measure_config(session: Session, name: str) -> None:
         launcher = _with_fault(module.LAUNCHERS[name], faults.get(name), device == "cuda")
-        rows = timer.measure(kernel_name(Config.parse(name)), lambda i: launcher(*sets[i % len(sets)]), count)
-        append_rows(Path(job.csv_path), rows)
+        session.measure(kernel_name(Config.parse(name)), lambda i: launcher(*sets[i % len(sets)]), count, flush)
+
+    def config_rows(session: Session, name: str) -> list:
+        subject = kernel_name(Config.parse(name))
+        # every kernel of a launch counts: a split-K reduction, a copy that pads odd strides for TMA
+        return per_launch_totals(session.rows[subject], subject)
 
     def time_baseline() -> None:
-        import torch
-
         begin, end = _marker_kernels() if job.markers else (None, None)
         if begin:
             begin[(1,)]()
-        rows = timer.measure(BASELINE_NAME, lambda i: torch.matmul(*sets[i % len(sets)][:2], out=sets[i % len(sets)][2]),
-                             count)
+        rows = timer.measure(BASELINE_NAME, lambda i: _baseline(sets[i % len(sets)]), count, flush)
         if end:
             end[(1,)]()
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))
@@ -148,9 +205,14 @@ def run(job: ChildJob) -> int:
         error = module.check_config(launcher, module.PROBLEM, device, seed=job.seed + 1000)
         _save_check(Path(job.check_path), name, error)
 
-    work = [(name, lambda name=name: time_config(name)) for name in job.time_configs]
-    if job.baseline:
-        work.append((BASELINE_NAME, time_baseline))
+    for batch in config_batches(job):
+        timed = _time_batch(progress, device, timer.session(), batch, measure_config, config_rows)
+        if timed is None:
+            return EXIT_CONTEXT_LOST
+        append_rows(Path(job.csv_path), [row for _, rows in timed for row in rows])
+        for name, _ in timed:
+            progress.mark("done", name)
+    work = [(BASELINE_NAME, time_baseline)] if job.baseline else []
     work += [(name, lambda name=name: check(name)) for name in job.check_configs]
     for name, step in work:
         if not _guarded(progress, name, device, step):

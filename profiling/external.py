@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gen.naming import config_of_kernel
+from profiling.cache_flush import FLUSH_KERNEL
 from profiling.schema import BASELINE_NAME, KernelTiming, per_launch_totals
 
 MARKER_BEGIN = "tune_gemm_baseline_begin"
@@ -80,6 +81,8 @@ def attribute(rows: list[KernelTiming]) -> list[KernelTiming]:
             inside = True
         elif row.kernel_name == MARKER_END:
             inside = False
+        elif row.kernel_name == FLUSH_KERNEL:  # --icache_flush between launches, never part of one
+            continue
         elif config_of_kernel(row.kernel_name) is not None:
             ours.append(row)
         elif inside:

@@ -21,6 +21,13 @@ class ChildJob:
     iters: int = 20
     markers: bool = False  # launch marker kernels around the baseline (for external profilers)
     l2_bytes: int = 0  # inputs are rotated over enough buffer sets to exceed twice this
+    rotating_bytes: int | None = None  # --rotating_tensor: total bytes of the input sets instead (0: one set)
+    init_type: str = "randn"  # how timing inputs are filled (checks always use randn)
+    cache_flush: bool = False  # --icache_flush: flush the cache before every launch (profiling.cache_flush)
+    env: dict[str, str] = field(default_factory=dict)  # set in the child's environment, e.g. its GPU
+    ready_path: str = ""  # time configs as this file reports them compiled (profiling.stream)
+    stop_path: str = ""  # stop timing once this file exists (the tuner's time budget is spent)
+    batch: int = 1  # configs timed per profiler session (cupti), their rows written together
     seed: int = 0
 
     def save(self, path: Path) -> None:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from profiling.schema import BASELINE_NAME, append_rows
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _POLL_SECONDS = 0.05
+_STARTUP_SECONDS = 120.0  # a child that marks no config for this long after its start is stuck
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -64,15 +66,23 @@ def _read_progress(path: Path) -> _Progress:
     return progress
 
 
+# Loaded here, not between fork and exec: the tuner has threads then (the compile stream), and a dlopen
+# in the forked child could wait forever on a loader lock that one of them held.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: have the kernel kill it if the tuner dies (kill -9 included), so no
     orphan writes into the scratch files of the next run."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _child_env(interpret: bool) -> dict[str, str]:
-    env = dict(os.environ)
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def _child_env(interpret: bool, extra: dict[str, str]) -> dict[str, str]:
+    env = {**os.environ, **extra}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
     if interpret:
         env["TRITON_INTERPRET"] = "1"
@@ -80,26 +90,33 @@ def _child_env(interpret: bool) -> dict[str, str]:
 
 
 def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
-              wrap=None) -> tuple[int, str]:
-    """Run one child (wrapped in a profiler's command) to its end; returns (exit code, last lines of
-    its output). A hang is killed."""
+              wrap=None, watch: Callable[[], None] | None = None) -> tuple[int, str]:
+    """Run one child (wrapped in a profiler's command) to its end, calling watch() as it goes; returns
+    (exit code, last lines of its output). A hang is killed: no progress, and no config ready for it either
+    (a streaming child waits on its ready file, profiling.stream, while the tuner compiles)."""
     job.save(job_path)
     stderr_path = job_path.with_suffix(".stderr")
-    progress = Path(job.progress_path)
+    watched = [Path(path) for path in (job.progress_path, job.ready_path) if path]
     with open(stderr_path, "w") as stderr:
         command = [sys.executable, "-m", "profiling.child", str(job_path)]
         child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT,
-                                 env=_child_env(interpret), stdout=stderr, stderr=subprocess.STDOUT,
+                                 env=_child_env(interpret, job.env), stdout=stderr, stderr=subprocess.STDOUT,
                                  preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-        last_change, last_size = time.monotonic(), -1
+        last_change, last_size, launched_at = time.monotonic(), -1, _size(watched[0])
         while child.poll() is None:
-            size = progress.stat().st_size if progress.exists() else 0
+            if watch is not None:
+                watch()
+            size = sum(_size(path) for path in watched)
+            # Until it marks its first config, the child is starting (imports, GPU context, inputs), which
+            # on a busy machine can outlast a short config timeout: it gets the start-up allowance instead.
+            started = _size(watched[0]) > launched_at
+            limit = config_timeout if started else max(config_timeout, _STARTUP_SECONDS)
             if size != last_size:
                 last_change, last_size = time.monotonic(), size
-            elif time.monotonic() - last_change > config_timeout:
+            elif time.monotonic() - last_change > limit:
                 child.kill()
                 child.wait()
-                return -9, f"no progress for {config_timeout:.0f} s (hang), killed"
+                return -9, f"no progress for {limit:.0f} s ({'hang' if started else 'stuck starting'}), killed"
             time.sleep(_POLL_SECONDS)
     text = stderr_path.read_text(errors="replace").strip().splitlines()
     if log and text:
@@ -108,8 +125,9 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
 
 
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,
-              profiler: ExternalProfiler | None = None) -> ChildOutcome:
-    """Run `job` in child processes until every config is done or known to fail.
+              profiler: ExternalProfiler | None = None, watch: Callable[[], None] | None = None) -> ChildOutcome:
+    """Run `job` in child processes until every config is done or known to fail (or, with job.stop_path, until
+    a stop is requested). watch() is called every few milliseconds while a child runs.
 
     With an external profiler, each child runs under it and the kernel records it wrote are parsed
     and appended to job.csv_path once all children are done."""
@@ -124,7 +142,8 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
         if profiler is not None:
             traces.append(Path(workdir) / f"{profiler.name}_{len(traces)}.out")
             wrap = functools.partial(profiler.wrap, output=traces[-1])
-        code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log, wrap)
+        code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log, wrap,
+                                 watch)
         progress = _read_progress(progress_path)
         outcome.failed.update(progress.failed)
         if progress.running is not None:

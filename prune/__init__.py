@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prune.config import Config
 from prune.device import DeviceProfile
-from prune.rules import RULES, Rule
+from prune.rules import FAMILY_RULES, RULES, Rule
 from prune.space import FULL_SPACE, RangeSpace
 from tuner.problem import GemmProblem
 
@@ -18,19 +18,35 @@ class PruneResult:
     removed_by_rule: dict[str, int]  # configs each rule removed first, in rule order
 
 
+def _first_failed(rules: tuple[Rule, ...], problem: GemmProblem, config: Config, device: DeviceProfile) -> Rule | None:
+    return next((rule for rule in rules if not rule.keep(problem, config, device)), None)
+
+
 def prune(
-    problem: GemmProblem, device: DeviceProfile, space: RangeSpace = FULL_SPACE, rules: tuple[Rule, ...] = RULES
+    problem: GemmProblem, device: DeviceProfile, space: RangeSpace = FULL_SPACE, rules: tuple[Rule, ...] = RULES,
+    family_rules: tuple[Rule, ...] = FAMILY_RULES,
 ) -> PruneResult:
-    """The configs of `space` that pass every rule for this problem on this device."""
-    removed = {rule.name: 0 for rule in rules}
+    """The configs of `space` that pass every rule for this problem on this device.
+
+    `rules` never look at the kernel-family knobs, so they are checked once per tile config and a
+    failure removes all its family variants; `family_rules` then check each variant. The outcome is
+    that of checking every config of the space against `rules + family_rules` in order."""
+    removed = {rule.name: 0 for rule in rules + family_rules}
+    families = space.families()
     kept: list[Config] = []
-    for config in space.configs():
-        failed = next((rule for rule in rules if not rule.keep(problem, config, device)), None)
-        if failed is None:
-            kept.append(config)
-        else:
-            removed[failed.name] += 1
+    for tile in space.tile_configs():
+        failed = _first_failed(rules, problem, tile, device)
+        if failed is not None:
+            removed[failed.name] += len(families)
+            continue
+        for family in families:
+            config = replace(tile, **family) if any(family.values()) else tile
+            failed = _first_failed(family_rules, problem, config, device)
+            if failed is None:
+                kept.append(config)
+            else:
+                removed[failed.name] += 1
     return PruneResult(kept, len(space), removed)
 
 
-__all__ = ["Config", "DeviceProfile", "PruneResult", "RangeSpace", "FULL_SPACE", "RULES", "prune"]
+__all__ = ["FAMILY_RULES", "FULL_SPACE", "RULES", "Config", "DeviceProfile", "PruneResult", "RangeSpace", "prune"]

@@ -2,7 +2,7 @@
 
 `str(config)` is the suffix of the generated kernel's name (`matmul_kernel_<str>`); `Config.parse`
 reads that name back (with or without the `matmul_kernel_` prefix or a ROCm-style `M.._N.._K.._`
-size prefix) and gives the same value.
+size prefix) and gives the same value. `Config.for_vendor` is what a recorded config runs as on a GPU.
 """
 
 from __future__ import annotations
@@ -25,16 +25,57 @@ _TOKENS: dict[str, str] = {
     "waves_per_eu": "EU",
     "matrix_instr_nonkdim": "mfma",
     "kpack": "kP",
+    # Hopper kernel family knobs (NVIDIA, compute capability 9+), printed only when set
+    "PERSISTENT_TMA": "TMA",
+    "WARP_SPECIALIZE": "WS",
+    "EPILOGUE_SUBTILE": "ES",
+    # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
+    "schedule_hint": "sched",
 }
-AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
+# 0 means off; a config with all of them off is the plain (pointer-load) kernel.
+HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE")
 _FIELD_OF_TOKEN = {token: field for field, token in _TOKENS.items()}
 _TOKEN_RE = re.compile(r"^([A-Za-z]+?)(\d+)$")
+_HINT_TOKEN_RE = re.compile(r"(?:^|_)sched([A-Z0-9_]*)$")  # as printed: upper case
 _SIZE_TOKENS = ("M", "N", "K")
+
+# AMD's num_stages 0 chose its stream pipeliner (Triton <= 3.0), which double-buffers the K loop: two
+# stages. Other GPUs run such a recorded config with this many stages.
+NUM_STAGES_FOR_AMD_ZERO = 2
+
+# Scheduling hints of the ROCm script's spaces and of Triton's AMD backend. A name prints a hint the
+# ROCm script's way (upper case, '-' as '_'); this list reads such a token back to its exact spelling.
+KNOWN_SCHEDULE_HINTS = ("none", "default", "iglp0", "iglp1", "ck_v3", "llvm-iglp-0", "llvm-iglp-1",
+                        "local-prefetch", "attention", "memory-bound-attention")
+_HINT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 def minimum_value(field: str) -> int:
-    """Smallest legal value of a config field: waves_per_eu 0 means the compiler's choice."""
-    return 0 if field == "waves_per_eu" else 1
+    """Smallest legal value of an integer config field: waves_per_eu 0 means the compiler's choice, Hopper
+    knobs 0 off, and num_stages 0 is AMD's stream pipeliner in ROCm files (see NUM_STAGES_FOR_AMD_ZERO)."""
+    return 0 if field in ("waves_per_eu", "num_stages") or field in HOPPER_KNOBS else 1
+
+
+def _hint_token(hint: str) -> str:
+    return hint.upper().replace("-", "_")
+
+
+def _hint_from_token(token: str) -> str:
+    known = {_hint_token(hint): hint for hint in KNOWN_SCHEDULE_HINTS}
+    return known.get(token.upper(), token.lower())
+
+
+def _check_hint(hint: object) -> None:
+    """A hint must read back from its name token unchanged; it also becomes a string in generated code."""
+    if not isinstance(hint, str) or not _HINT_RE.match(hint) or _hint_from_token(_hint_token(hint)) != hint:
+        raise ValueError(f"schedule_hint must be lower-case letters, digits, '_' or '-' (a '-' only in "
+                         f"{', '.join(h for h in KNOWN_SCHEDULE_HINTS if '-' in h)}), got {hint!r}")
+
+
+def _printed(field: str, value: int | str | None) -> bool:
+    """Whether a field appears in names and results entries: unset AMD knobs and Hopper knobs that are off do not."""
+    return value is not None and not (field in HOPPER_KNOBS and value == 0)
 
 
 class ConfigNameError(ValueError):
@@ -55,32 +96,52 @@ class Config:
     waves_per_eu: int | None = None  # AMD: occupancy hint (0: compiler's choice)
     matrix_instr_nonkdim: int | None = None  # AMD: MFMA instruction size, 16 or 32
     kpack: int | None = None  # AMD: elements packed along K per MFMA operand, 1 or 2
+    PERSISTENT_TMA: int = 0  # 1: persistent grid (one program per SM) loading tiles through TMA descriptors
+    WARP_SPECIALIZE: int = 0  # 1: producer/consumer warps in the persistent loop (needs PERSISTENT_TMA)
+    EPILOGUE_SUBTILE: int = 0  # 1: store the output tile in two halves, halving its shared memory
+    schedule_hint: str | None = None  # AMD: instruction scheduling variant of the K loop, e.g. "none"
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in AMD_KNOBS and value is None:
+        for name, value in vars(self).items():  # runs for every config of the space: kept lean
+            if value is None and name in AMD_KNOBS:
                 continue
-            least = minimum_value(f.name)
+            if name == "schedule_hint":
+                _check_hint(value)
+                continue
+            least = minimum_value(name)
             # bool is an int subclass; True is no block size
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ValueError(f"{f.name} must be an integer >= {least}, got {value!r}")
+            if type(value) is not int or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+            if value > 1 and name in HOPPER_KNOBS:
+                raise ValueError(f"{name} must be 0 (off) or 1 (on), got {value!r}")
 
     def __str__(self) -> str:
-        return "_".join(f"{token}{value}" for field, token in _TOKENS.items()
-                        if (value := getattr(self, field)) is not None)
+        return "_".join(f"{token}{_hint_token(value) if field == 'schedule_hint' else value}"
+                        for field, token in _TOKENS.items() if _printed(field, value := getattr(self, field)))
 
     @property
-    def amd_knobs(self) -> dict[str, int]:
+    def amd_knobs(self) -> dict[str, int | str]:
         """The AMD-only launch options that are set."""
         return {name: getattr(self, name) for name in AMD_KNOBS if getattr(self, name) is not None}
 
     def without_amd_knobs(self) -> Config:
         return replace(self, **{name: None for name in AMD_KNOBS})
 
-    def as_dict(self) -> dict[str, int]:
-        """Field -> value, AMD knobs only when set."""
-        return {name: value for name, value in asdict(self).items() if value is not None}
+    def for_vendor(self, vendor: str) -> Config:
+        """What this (recorded) config runs as on `vendor`'s GPU: unchanged on AMD; elsewhere without the
+        AMD knobs, and num_stages 0 as NUM_STAGES_FOR_AMD_ZERO."""
+        if vendor == "amd":
+            return self
+        return replace(self.without_amd_knobs(), num_stages=self.num_stages or NUM_STAGES_FOR_AMD_ZERO)
+
+    @property
+    def hopper_knobs(self) -> dict[str, int]:
+        """The Hopper kernel-family knobs that are on."""
+        return {name: getattr(self, name) for name in HOPPER_KNOBS if getattr(self, name)}
+
+    def as_dict(self) -> dict[str, int | str]:
+        """Field -> value; AMD knobs only when set, Hopper knobs only when on (the ROCm script knows neither)."""
+        return {name: value for name, value in asdict(self).items() if _printed(name, value)}
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -94,16 +155,27 @@ class Config:
     @classmethod
     def parse(cls, name: str) -> Config:
         """Read a config back from its name, a kernel name, or a ROCm-style name with a size prefix."""
-        text = name.strip()
-        if text.startswith(KERNEL_PREFIX):
-            text = text[len(KERNEL_PREFIX):]
-        values: dict[str, int] = {}
+        return cls.parse_sized(name)[0]
+
+    @classmethod
+    def parse_sized(cls, name: str) -> tuple[Config, tuple[int, int, int] | None]:
+        """`parse`, and the (M, N, K) of a ROCm-style `M.._N.._K.._` prefix when the name has all three."""
+        text = name.strip().removeprefix(KERNEL_PREFIX)
+        values: dict[str, int | str] = {}
+        hint = _HINT_TOKEN_RE.search(text)
+        if hint:
+            if not hint.group(1):
+                raise ConfigNameError(f"not a config name: {name!r} (sched without a hint)")
+            values["schedule_hint"] = _hint_from_token(hint.group(1))
+            text = text[:hint.start()]
+        size: dict[str, int] = {}
         for token in text.split("_"):
             match = _TOKEN_RE.match(token)
             if not match:
                 raise ConfigNameError(f"not a config name: {name!r} (bad token {token!r})")
             key, number = match.group(1), int(match.group(2))
             if key in _SIZE_TOKENS:
+                size[key] = number
                 continue
             if key not in _FIELD_OF_TOKEN:
                 raise ConfigNameError(f"not a config name: {name!r} (unknown token {token!r})")
@@ -112,6 +184,7 @@ class Config:
         if missing:
             raise ConfigNameError(f"not a config name: {name!r} (missing {', '.join(missing)})")
         try:
-            return cls(**values)
+            config = cls(**values)
         except ValueError as error:
             raise ConfigNameError(f"not a config name: {name!r} ({error})") from None
+        return config, (tuple(size[key] for key in _SIZE_TOKENS) if len(size) == 3 else None)

@@ -26,6 +26,8 @@ class DeviceProfile:
     instr_m: int
     instr_n: int
     instr_k_bytes: int
+    # Tensor-memory-accelerator loads (Hopper, compute capability 9+): the persistent TMA kernel family
+    tma: bool = False
 
     def instr_k(self, element_bytes: int) -> int:
         return max(1, self.instr_k_bytes // element_bytes)
@@ -43,7 +45,17 @@ INTERPRETER_PROFILE = DeviceProfile(
     instr_m=16,
     instr_n=8,
     instr_k_bytes=32,
+    tma=True,  # the interpreter runs TMA descriptor loads, so the Hopper family is checked on the CPU too
 )
+
+
+def _has_tma(is_amd: bool, capability: tuple[int, int]) -> bool:
+    """Hopper or newer NVIDIA GPU, and a Triton with host-side tensor descriptors (3.4+)."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return not is_amd and capability >= (9, 0)
 
 
 def detect_device(device_index: int = 0) -> DeviceProfile:
@@ -69,4 +81,5 @@ def detect_device(device_index: int = 0) -> DeviceProfile:
         instr_m=16,
         instr_n=16 if is_amd else 8,
         instr_k_bytes=32,
+        tma=_has_tma(is_amd, torch.cuda.get_device_capability(device_index)),
     )

@@ -41,6 +41,14 @@ def shared_memory_bytes(problem: GemmProblem, config: Config) -> int:
     return config.num_stages * (tile_a + tile_b)
 
 
+def epilogue_shared_bytes(problem: GemmProblem, config: Config) -> int:
+    """Shared memory the TMA family stages its output tile in before the store (half with EPILOGUE_SUBTILE)."""
+    if not config.PERSISTENT_TMA:
+        return 0
+    tile_c = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N * problem.dtype_c.bytes
+    return tile_c // 2 if config.EPILOGUE_SUBTILE else tile_c
+
+
 def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Every warp must own at least one instruction tile, else warps duplicate work. On AMD the config
     # picks the MFMA size (matrix_instr_nonkdim) and packs kpack operands along K.
@@ -108,6 +116,33 @@ def _stages_within_k_loop(problem: GemmProblem, config: Config, device: DevicePr
     return config.num_stages <= k_iterations(problem, config) + 1
 
 
+def _tma_hardware(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    return not config.PERSISTENT_TMA or device.tma
+
+
+def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least
+    # 64 wide, whole warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest
+    # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts), at least double buffering (a single stage leaves the copy engine nothing to overlap), and
+    # the full K per program (a K split belongs to the plain family's reduction).
+    # 16-bit inputs only for now: fp32 (tf32) through TMA runs right under the interpreter but has not
+    # been checked on a GPU yet.
+    if not config.PERSISTENT_TMA:
+        return True
+    return (problem.dtype_a.bytes == 2 and config.SPLIT_K == 1 and config.BLOCK_SIZE_M >= 64 and config.BLOCK_SIZE_N >= 64
+            and config.num_warps in (4, 8) and config.BLOCK_SIZE_K * problem.dtype_a.bytes >= 128
+            and config.num_stages >= 2)
+
+
+def _epilogue_subtile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Halving the output tile pays only where that tile is a large share of shared memory.
+    return not config.EPILOGUE_SUBTILE or config.BLOCK_SIZE_N >= 128
+
+
+def _tma_shared_memory(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    return shared_memory_bytes(problem, config) + epilogue_shared_bytes(problem, config) <= device.max_shared_bytes
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -127,4 +162,15 @@ RULES: tuple[Rule, ...] = (
     Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop),
 )
 
-RULES_BY_NAME = {rule.name: rule for rule in RULES}
+# Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE). They run after
+# RULES, which never look at those knobs: pruning checks RULES once per tile config and these once per family.
+FAMILY_RULES: tuple[Rule, ...] = (
+    Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
+    Rule("tma_tile", "TMA family: 16-bit inputs, SPLIT_K=1, BLOCK_M,N >= 64, BLOCK_K >= 128 bytes, num_warps 4|8, num_stages >= 2",
+         _tma_tile),
+    Rule("epilogue_subtile", "EPILOGUE_SUBTILE only with BLOCK_N >= 128", _epilogue_subtile),
+    Rule("tma_shared_memory", "TMA family: pipeline stages plus the output tile fit in shared memory",
+         _tma_shared_memory),
+)
+
+RULES_BY_NAME = {rule.name: rule for rule in RULES + FAMILY_RULES}

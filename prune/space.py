@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields, replace
 
-from prune.config import Config, minimum_value
+from prune.config import HOPPER_KNOBS, Config, minimum_value
 
 
 @dataclass(frozen=True)
@@ -21,23 +21,43 @@ class RangeSpace:
     waves_per_eu: tuple[int | None, ...] = (None,)
     matrix_instr_nonkdim: tuple[int | None, ...] = (None,)
     kpack: tuple[int | None, ...] = (None,)
+    # Kernel family knobs: a space is of the plain family unless it says otherwise
+    persistent_tma: tuple[int, ...] = (0,)
+    warp_specialize: tuple[int, ...] = (0,)
+    epilogue_subtile: tuple[int, ...] = (0,)
+    schedule_hint: tuple[str | None, ...] = (None,)  # AMD-only, as the knobs above
 
-    def _ranges(self) -> list[tuple]:
-        return [getattr(self, f.name) for f in fields(self)]  # in Config's field order
+    def _ranges(self) -> dict[str, tuple]:
+        """Config field -> values, for every field but the kernel-family knobs."""
+        return {_CONFIG_FIELD[f.name]: getattr(self, f.name) for f in fields(self) if f.name not in _FAMILY_FIELDS}
+
+    def families(self) -> list[dict[str, int]]:
+        """Kernel-family knob settings: WARP_SPECIALIZE and EPILOGUE_SUBTILE exist only with PERSISTENT_TMA."""
+        return [dict(zip(HOPPER_KNOBS, (tma, ws, es))) for tma, ws, es in itertools.product(
+            self.persistent_tma, self.warp_specialize, self.epilogue_subtile) if tma or (ws == 0 and es == 0)]
+
+    def tile_configs(self) -> list[Config]:
+        """Every combination of the other fields, with the family knobs off."""
+        ranges = self._ranges()
+        return [Config(**dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
 
     def configs(self) -> list[Config]:
-        return [Config(*values) for values in itertools.product(*self._ranges())]
+        return [replace(tile, **family) for tile in self.tile_configs() for family in self.families()]
 
     def __len__(self) -> int:
-        size = 1
-        for values in self._ranges():
+        size = len(self.families())
+        for values in self._ranges().values():
             size *= len(values)
         return size
 
 
-FULL_SPACE = RangeSpace()
-# On AMD the ROCm script's knob ranges join the space.
-AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2))
+_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile")
+# The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
+FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
+# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it.
+# Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
+AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
+                    warp_specialize=(0,), epilogue_subtile=(0,), schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -47,8 +67,10 @@ def space_for(vendor: str) -> RangeSpace:
 _SPACE_KEYS = {
     "BLOCK_SIZE_M": "block_m", "BLOCK_SIZE_N": "block_n", "BLOCK_SIZE_K": "block_k", "GROUP_SIZE_M": "group_m",
     "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "waves_per_eu": "waves_per_eu",
-    "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack",
+    "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack", "PERSISTENT_TMA": "persistent_tma",
+    "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile", "schedule_hint": "schedule_hint",
 }
+_CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
 
 
 def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPACE) -> RangeSpace:
@@ -61,13 +83,34 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
     for key, choices in mapping.items():
         if key not in _SPACE_KEYS:
             raise ValueError(f"{where}: unknown field {key!r}; use {', '.join(_SPACE_KEYS)}")
-        if isinstance(choices, int) and not isinstance(choices, bool):
+        if isinstance(choices, (int, str)) and not isinstance(choices, bool):
             choices = [choices]
-        least = minimum_value(key)
+        if key == "schedule_hint":
+            values[key] = _hints(choices, where)
+            continue
+        # num_stages 0 is read from ROCm files only (AMD's old stream pipeliner): the rules model stages >= 1
+        least = 1 if key == "num_stages" else minimum_value(key)
         if (not isinstance(choices, list) or not choices
                 or not all(isinstance(c, int) and not isinstance(c, bool) and c >= least for c in choices)):
             raise ValueError(f"{where}: {key} must be an integer >= {least} or a non-empty list of them")
+        if key in HOPPER_KNOBS and any(c > 1 for c in choices):
+            raise ValueError(f"{where}: {key} values must be 0 (off) or 1 (on)")
         if key.startswith("BLOCK_SIZE") and any(c & (c - 1) for c in choices):
             raise ValueError(f"{where}: {key} values must be powers of two (tl.arange needs them)")
         values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))
-    return replace(base, **values)
+    space = replace(base, **values)
+    if 1 not in space.persistent_tma:  # the knobs that exist only with TMA go with it
+        space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,))
+    return space
+
+
+def _hints(choices: object, where: str) -> tuple[str, ...]:
+    """Scheduling hints of a space file, each one a Config accepts."""
+    if not isinstance(choices, list) or not choices:
+        raise ValueError(f"{where}: schedule_hint must be a hint or a non-empty list of them")
+    for hint in choices:
+        try:
+            Config(16, 16, 16, schedule_hint=hint)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+    return tuple(sorted(set(choices)))

@@ -14,6 +14,7 @@ GROUP_SIZE_M: [1, 2]
 SPLIT_K: [1, 2]
 num_warps: [1]
 num_stages: [1, 2]
+PERSISTENT_TMA: [0]
 """
 
 

@@ -6,24 +6,30 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from profiling import PROFILERS, choose_profiler
 from profiling.postprocess import STATISTICS
-from prune.config import AMD_KNOBS
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from prune.space import RangeSpace, space_for, space_from_mapping
-from tuner.compile import default_jobs
+from tuner import benchmark, run_knobs
+from reporting.outputs import EXPORTERS, keep_timings, plan_outputs, write_outputs
+from tuner.checkpoint import discard
+from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES, check_combination, dtype_named
 from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
+from tuner.gpus import GpuSelection, gpus_for_run, pinning_env
 from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_config, tune_size
 from tuner.problem import GemmProblem
-from tuner.report import print_outcome
+from tuner.progress import stages_for
+from tuner.search import SEARCHES
+from tuner.report import print_outcome, time_breakdown
 from tuner.results import ResultEntry, check_writable, exclusive, read_entries, record, recorded
+from tuner.rocm_files import vendor_note
 from tuner.sizes import SizeRequest, check_fits, check_size, load_sizes
 
 
@@ -33,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", type=int, help="N")
     parser.add_argument("-k", type=int, help="K")
     parser.add_argument("--gemm_size_file", type=Path, help="YAML list of {M, N, K} entries (a results file works)")
-    parser.add_argument("--tuning_results_file", type=Path, default=Path("output_tuning.yaml"),
-                        help="results YAML, one entry per size, rewritten after each size")
+    parser.add_argument("--tuning_results_file", type=Path, help="results YAML, one entry per size, rewritten "
+                        f"after each size (default {run_knobs.DEFAULT_RESULTS_FILE})")
+    parser.add_argument("--o", type=Path, help="same as --tuning_results_file (the ROCm script's name)")
     parser.add_argument("--compare", action="store_true", help="check each winner against a float64 reference")
     parser.add_argument("--compare_wo_tuning", action="store_true",
                         help="check the configs recorded in --gemm_size_file, no tuning; exit 1 if any fails")
@@ -43,10 +50,34 @@ def build_parser() -> argparse.ArgumentParser:
                             help=f"element type of {operand.upper()}: {', '.join(DTYPES)}")
     parser.add_argument("-col_a", "--col_a", action="store_true", help="A is column-major")
     parser.add_argument("-col_b", "--col_b", action="store_true", help="B is column-major")
-    parser.add_argument("--jobs", type=int, default=default_jobs(), help="compile workers (default: CPU count)")
+    parser.add_argument("--num_threads", type=int, default=default_workers(), help="compile workers (default: CPU count)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="child runs the configs are timed in, each as soon as its configs compiled (default 1)")
+    parser.add_argument("--compile_pool", choices=POOLS, default="process",
+                        help="compile workers are processes (default) or threads of the tuner")
+    parser.add_argument("--search", choices=SEARCHES, default="exhaustive",
+                        help="time every config fully, or in rounds that keep the best (successive halving)")
+    parser.add_argument("--time_budget", type=float, metavar="SECONDS",
+                        help="per size: once spent, time no more configs and pick from those timed")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars, one line per stage (also when the output is not a terminal)")
     parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
     parser.add_argument("--iters", type=int, default=20, help="timed launches per config (after warm-up)")
-    parser.add_argument("--warmup", type=int, default=5, help="warm-up launches per config, dropped")
+    parser.add_argument("--warmup", type=int,
+                        help=f"warm-up launches per config, dropped (default {run_knobs.DEFAULT_WARMUP})")
+    parser.add_argument("--no_warmup", action="store_true",
+                        help="no warm-up launches and no compile stage: kernels compile on their first launch")
+    parser.add_argument("--ngpus", type=int, help="use GPUs 0..N-1 (tuning uses the first for now)")
+    parser.add_argument("--gpu_ids", help="comma-separated GPU ids to use, e.g. 0,1,3 (tuning uses the first for now)")
+    parser.add_argument("--init_type", choices=run_knobs.INIT_TYPES, default="randn",
+                        help="how timing inputs are filled (checks always use randn)")
+    parser.add_argument("--rotating_tensor", type=int, metavar="MB",
+                        help="total MB of the input sets launches rotate over (0: one set; default: past twice the L2)")
+    parser.add_argument("--icache_flush", action="store_true",
+                        help="flush the cache before every timed launch (on GPUs: L2, by overwriting twice its size)")
+    parser.add_argument("--bias_vector", action="store_true", help="C = A @ B + bias, one bias value per row of C")
+    parser.add_argument("--time_breakdown", action="store_true",
+                        help="print each size's compile / profile / post-process seconds")
     parser.add_argument("--statistic", choices=STATISTICS, default="median",
                         help="median of the timed launches, or the seed's 'last' launch")
     parser.add_argument("--space", type=Path, help="YAML mapping config field -> values replacing the full space")
@@ -55,19 +86,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--retune", action="store_true",
                         help="tune sizes the results file already holds (default: skip them, so a rerun resumes)")
     parser.add_argument("--keep", action="store_true", help="keep generated kernel files and profiler CSVs")
-    parser.add_argument("--verbose", action="store_true", help="print failures and the child's output")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print failures, the child's output and the time breakdown")
     parser.add_argument("--interpret", action="store_true",
                         help="run on the CPU under the Triton interpreter: correctness only, times not meaningful")
+    parser.add_argument("--export", action="append", metavar="FORMAT",
+                        help="after the run (alone when no size is given), write the results file's winners beside "
+                        f"it as {' / '.join(EXPORTERS)}; repeatable or comma-separated")
+    parser.add_argument("--report", type=Path, metavar="DIR",
+                        help="after the run (alone when no size is given), write DIR/report.md and PNG plots")
+    benchmark.add_flags(parser)
     return parser
 
 
 def _defaults(args: argparse.Namespace) -> GemmProblem:
     dtype_a, dtype_b, dtype_c = (dtype_named(getattr(args, f"dtype_{x}"), f"-dtype_{x}") for x in "abc")
     check_combination(dtype_a, dtype_b, dtype_c)
-    return GemmProblem(1, 1, 1, dtype_a, dtype_b, dtype_c, col_a=args.col_a, col_b=args.col_b)
+    return GemmProblem(1, 1, 1, dtype_a, dtype_b, dtype_c, col_a=args.col_a, col_b=args.col_b, bias=args.bias_vector)
 
 
 def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeRequest]:
+    if args.config_str:
+        return [benchmark.config_str_request(args, defaults)]
     sizes_given = [value is not None for value in (args.m, args.n, args.k)]
     if args.gemm_size_file and any(sizes_given):
         raise UserError("give either -m -n -k or --gemm_size_file, not both")
@@ -81,9 +121,7 @@ def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeReque
         if value < 1:
             raise UserError(f"{flag} must be positive, got {value}")
     check_size(args.m, args.n, args.k, "size")
-    problem = GemmProblem(args.m, args.n, args.k, defaults.dtype_a, defaults.dtype_b, defaults.dtype_c,
-                          defaults.col_a, defaults.col_b)
-    return [SizeRequest(problem, None)]
+    return [SizeRequest(replace(defaults, M=args.m, N=args.n, K=args.k), None)]
 
 
 def _space(path: Path | None, vendor: str) -> RangeSpace:
@@ -102,25 +140,30 @@ def _space(path: Path | None, vendor: str) -> RangeSpace:
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.compare and args.compare_wo_tuning:
         raise UserError("--compare and --compare_wo_tuning exclude each other")
-    for flag, value, least in (("--jobs", args.jobs, 1), ("--iters", args.iters, 1), ("--warmup", args.warmup, 0)):
+    for flag, value, least in (("--num_threads", args.num_threads, 1), ("--jobs", args.jobs, 1),
+                               ("--iters", args.iters, 1), ("--warmup", args.warmup, 0)):
         if value < least:
             raise UserError(f"{flag} must be at least {least}, got {value}")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise UserError(f"--time_budget must be positive (seconds), got {args.time_budget}")
     if args.config_timeout <= 0:
         raise UserError(f"--config_timeout must be positive, got {args.config_timeout}")
 
 
-def _device(args: argparse.Namespace) -> DeviceProfile:
+def _device(args: argparse.Namespace) -> tuple[DeviceProfile, GpuSelection]:
+    gpus = gpus_for_run(args.ngpus, args.gpu_ids, args.interpret)
     if args.interpret:
         os.environ["TRITON_INTERPRET"] = "1"
-        return INTERPRETER_PROFILE
-    return detect_device()
+        return INTERPRETER_PROFILE, gpus
+    return detect_device(gpus.first), gpus
 
 
 def _compare_wo_tuning(requests: list[SizeRequest], settings: TuneSettings, console: Console, where: Path,
                        vendor: str) -> int:
     configs = [require_config(r.config, f"{where} entry {i + 1}") for i, r in enumerate(requests)]
-    if vendor != "amd" and any(config.amd_knobs for config in configs):
-        console.print(f"note: {where} holds AMD-only knobs ({', '.join(AMD_KNOBS)}); they are ignored here")
+    note = vendor_note(configs, vendor, str(where))
+    if note:
+        console.print(note, markup=False)
     failures = 0
     for request, config in zip(requests, configs):
         try:
@@ -156,21 +199,24 @@ def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings:
     exit_code, timed, started = EXIT_OK, 0, time.perf_counter()
     for request in requests:
         problem = request.problem
-        with Progress(TextColumn("compile {task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn(), console=console, transient=True) as bar:
-            task = bar.add_task(problem.label, total=None)
-            try:
-                outcome = tune_size(problem, device, settings, args.compare, log=console.print,
-                                    on_compiled=lambda _: bar.advance(task))
-            except SizeFailed as failure:
-                console.print(f"FAILED {problem.label}: {failure}", markup=False)
-                exit_code = EXIT_WRONG_RESULT
-                continue
+        stages = stages_for(console, problem.label, args.quiet)
+        try:
+            outcome = tune_size(problem, device, settings, args.compare, log=console.print, stages=stages)
+        except SizeFailed as failure:
+            console.print(f"FAILED {problem.label}: {failure}", markup=False)
+            exit_code = EXIT_WRONG_RESULT
+            continue
+        finally:
+            stages.close()
         record(args.tuning_results_file, ResultEntry(
             problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us), device.name,
             settings.profiler.name, outcome.matmul_time_us))
-        timed += len(outcome.timings)
+        discard(outcome.checkpoint)  # recorded: nothing left to resume
+        keep_timings(args.report, outcome)
+        timed += outcome.searched.timed
         print_outcome(console, outcome, meaningful=not settings.interpret, verbose=settings.verbose)
+        if args.time_breakdown or args.verbose:
+            console.print(time_breakdown(outcome), markup=False)
         if outcome.check_error is not None:
             ok = outcome.check_error <= problem.dtype_a.tolerance
             console.print(f"{'PASS' if ok else 'FAIL'} {problem.label} winner {outcome.winner}: relative error "
@@ -183,22 +229,44 @@ def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    args.tuning_results_file = run_knobs.results_file(args.o, args.tuning_results_file)
+    args.warmup = run_knobs.warmup_launches(args.warmup, args.no_warmup)
     _check_numbers(args)
-    requests = _requests(args, _defaults(args))
-    device = _device(args)
+    benchmark.check_flags(args)
+    outputs = plan_outputs(args.export, args.report, args.compare_wo_tuning)
+    if outputs.wanted and not args.gemm_size_file and (args.m, args.n, args.k) == (None, None, None):
+        write_outputs(outputs, args.tuning_results_file, lambda line: console.print(line, markup=False))  # no size
+        return EXIT_OK
+    defaults = _defaults(args)
+    requests = _requests(args, defaults)
+    device, gpus = _device(args)
+    pinned = not args.interpret and (args.ngpus is not None or args.gpu_ids is not None)
     space = _space(args.space, device.vendor)
     for index, request in enumerate(requests):
         where = f"{args.gemm_size_file} entry {index + 1}" if args.gemm_size_file else "size"
         check_fits(request.problem, device.memory_bytes, where)
     settings = TuneSettings(
-        profiler=choose_profiler(args.profiler, device.vendor), jobs=args.jobs, warmup=args.warmup, iters=args.iters,
+        profiler=choose_profiler(args.profiler, device.vendor), num_threads=args.num_threads, jobs=args.jobs,
+        compile_pool=args.compile_pool, search=args.search, time_budget=args.time_budget, warmup=args.warmup,
+        iters=args.iters,
         statistic=args.statistic, interpret=args.interpret, keep=args.keep, space=space,
-        config_timeout=args.config_timeout, verbose=args.verbose,
+        config_timeout=args.config_timeout, verbose=args.verbose, precompile=not args.no_warmup,
+        init_type=args.init_type, rotating_bytes=run_knobs.rotating_bytes(args.rotating_tensor, device.memory_bytes),
+        cache_flush=args.icache_flush, child_env=pinning_env(gpus.first, device.vendor) if pinned else {},
     )
+    for line in (gpus.note, run_knobs.ZEROS_WARNING if args.init_type == "zeros" else None):
+        if line:
+            console.print(line, markup=False)
+    if args.benchmark or args.config_str:
+        return benchmark.run_benchmark(requests, args, defaults, settings, device, console)
     if args.compare_wo_tuning:
         return _compare_wo_tuning(requests, settings, console, args.gemm_size_file, device.vendor)
-    console.print(f"device: {device.name}; profiler: {settings.profiler.name}")
-    return _tune(requests, args, settings, device, console)
+    console.print(f"device: {device.name}{f' (GPU {gpus.first})' if pinned else ''}; "
+                  f"profiler: {settings.profiler.name}")
+    exit_code = _tune(requests, args, settings, device, console)
+    if outputs.wanted and args.tuning_results_file.exists():  # absent when every size failed
+        write_outputs(outputs, args.tuning_results_file, lambda line: console.print(line, markup=False))
+    return exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,5 +277,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tune_gemm: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("tune_gemm: interrupted; sizes finished so far are in the results file", file=sys.stderr)
+        print("tune_gemm: interrupted; sizes finished so far are in the results file, and the same command "
+              "resumes the size in progress from its checkpoint", file=sys.stderr)
         return 130

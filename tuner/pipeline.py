@@ -1,4 +1,4 @@
-"""The tuning pipeline for one size: prune -> generate -> compile -> profile -> pick -> (compare).
+"""The tuning pipeline for one size: prune -> generate -> compile and time (tuner.search) -> pick -> (compare).
 
 Also the check of recorded configs (`--compare_wo_tuning`). Every kernel runs in a child process.
 """
@@ -22,15 +22,22 @@ from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
 from profiling.runner import ChildFailed, ChildOutcome, run_child
 from profiling.schema import BASELINE_NAME
+from tuner.checkpoint import Checkpoint
 from tuner.compile import CompileOutcome, compile_all
 from tuner.errors import UserError
 from tuner.problem import GemmProblem
+from tuner.progress import Stages
+from tuner.search import SearchFailed, SearchOutcome, checkpoint_key, run_search, timing_job
 
 
 @dataclass(frozen=True)
 class TuneSettings:
     profiler: ProfilerChoice  # see profiling.choose_profiler
-    jobs: int = 1
+    num_threads: int = 1  # compile workers
+    jobs: int = 1  # child runs (chunks) the configs are timed in
+    compile_pool: str = "process"  # compile workers are processes or threads (tuner.compile.POOLS)
+    search: str = "exhaustive"  # or "halving" (tuner.search)
+    time_budget: float | None = None  # seconds per size, after which the winner is picked from what is timed
     warmup: int = 5
     iters: int = 20
     statistic: str = "median"
@@ -40,6 +47,11 @@ class TuneSettings:
     space: RangeSpace = RangeSpace()
     config_timeout: float = 300.0
     verbose: bool = False
+    precompile: bool = True  # the compile stage; --no_warmup skips it and kernels compile on first launch
+    init_type: str = "randn"  # timing inputs (profiling.job.ChildJob.init_type)
+    rotating_bytes: int | None = None  # --rotating_tensor in bytes; None: past twice the L2
+    cache_flush: bool = False  # --icache_flush
+    child_env: dict[str, str] = field(default_factory=dict)  # environment of every child (its pinned GPU)
 
 
 class SizeFailed(Exception):
@@ -59,20 +71,24 @@ class SizeOutcome:
     matmul_time_us: float | None
     seconds: dict[str, float] = field(default_factory=dict)  # stage -> wall seconds
     check_error: float | None = None  # relative error of the winner when --compare
+    searched: SearchOutcome | None = None  # rounds, configs timed, what a time budget cut short
+    checkpoint: Path | None = None  # to discard once the size is recorded (tuner.checkpoint)
 
     @property
     def failed(self) -> dict[str, str]:
         return {**self.compiled.failed, **self.profiled.failed}
 
 
-def _scratch(settings: TuneSettings, problem: GemmProblem, purpose: str) -> Path:
+def scratch_dir(settings: TuneSettings, problem: GemmProblem, purpose: str) -> Path:
+    """A fresh working directory for one size's child files, under the run's tune_gemm_work/."""
     directory = Path(settings.workdir).resolve() / "tune_gemm_work" / f"{purpose}{problem.file_tag}"
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     return directory
 
 
-def _clean(settings: TuneSettings, *paths: Path) -> None:
+def clean_up(settings: TuneSettings, *paths: Path) -> None:
+    """Remove generated modules and scratch directories (kept with --keep), and tune_gemm_work/ once empty."""
     if settings.keep:
         return
     for path in paths:
@@ -88,12 +104,18 @@ def _clean(settings: TuneSettings, *paths: Path) -> None:
 def _check_job(module: Path, scratch: Path, names: list[str], settings: TuneSettings) -> ChildJob:
     return ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(scratch / "check.csv"),
                     progress_path=str(scratch / "check_progress.txt"), check_configs=names,
-                    check_path=str(scratch / "check.json"))
+                    check_path=str(scratch / "check.json"), env=settings.child_env)
 
 
 def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, compare: bool,
-              log=print, on_compiled=None) -> SizeOutcome:
-    """Tune one size: returns the winner and everything measured on the way. SizeFailed if none works."""
+              log=print, stages: Stages | None = None) -> SizeOutcome:
+    """Tune one size: returns the winner and everything measured on the way. SizeFailed if none works.
+    `stages` shows the compile, time and compare stages as they go (tuner.progress).
+
+    Times are checkpointed as they come in (tuner.checkpoint): a run with the same problem and settings
+    resumes what an interrupted one left. The caller discards the checkpoint (outcome.checkpoint) once
+    it has recorded the result; until then, tuning the size again resumes it."""
+    stages = stages or Stages(problem.label)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     pruned = prune(problem, device, settings.space)
@@ -102,51 +124,66 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
     if not pruned.configs:
         raise SizeFailed("no config survives pruning for this size")
 
-    scratch = _scratch(settings, problem, "tune")
+    scratch = scratch_dir(settings, problem, "tune")
     module = write_module(problem, pruned.configs, Path(settings.workdir).resolve())
+    checkpoint = Checkpoint.open(settings.workdir, problem.file_tag, checkpoint_key(problem, device, settings, module))
     try:
-        compiled = compile_all(module, [str(c) for c in pruned.configs], settings.jobs, settings.interpret,
-                               on_done=on_compiled)
-        seconds["compile"] = compiled.seconds
-        if not compiled.compiled:
-            reasons = pd.Series(list(compiled.failed.values())).value_counts()
-            raise SizeFailed(f"all {len(pruned.configs)} configs failed to compile; most often: {reasons.index[0]}")
-
-        started = time.perf_counter()
-        external = settings.profiler.external
-        job = ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(scratch / "timings.csv"),
-                       progress_path=str(scratch / "progress.txt"), time_configs=compiled.compiled, baseline=True,
-                       warmup=settings.warmup, iters=settings.iters, markers=external is not None,
-                       l2_bytes=0 if settings.interpret else device.l2_bytes)
         try:
-            profiled = run_child(job, scratch, settings.interpret, settings.config_timeout,
-                                 log if settings.verbose else None, external)
-        except ChildFailed as failure:
+            searched = run_search(module, [str(c) for c in pruned.configs], scratch, settings, device, checkpoint,
+                                  stages, log)
+        except SearchFailed as failure:
             raise SizeFailed(str(failure)) from None
-        seconds["profile"] = time.perf_counter() - started
-
-        started = time.perf_counter()
-        table = summarize(load_timings(Path(job.csv_path)), settings.warmup, settings.statistic)
-        baseline = table[table["config"] == BASELINE_NAME]
-        # an external profiler may hold some launches of a config that then crashed its child
-        table = table[(table["config"] != BASELINE_NAME) & ~table["config"].isin(profiled.failed)]
-        table = table.reset_index(drop=True)
-        seconds["post-process"] = time.perf_counter() - started
-        if table.empty:
-            raise SizeFailed("no config produced a timing")
+        seconds.update(searched.seconds)
+        table = searched.timings  # never empty: the search fails first
+        if searched.note:
+            log(searched.note)
         winner = Config.parse(table.loc[0, "config"])
         outcome = SizeOutcome(
-            problem=problem, candidates=len(pruned.configs), space_size=pruned.space_size, compiled=compiled,
-            profiled=profiled, timings=table, winner=winner, winner_time_us=float(table.loc[0, "time_us"]),
-            matmul_time_us=float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds=seconds,
+            problem=problem, candidates=len(pruned.configs), space_size=pruned.space_size, compiled=searched.compiled,
+            profiled=searched.profiled, timings=table, winner=winner, winner_time_us=float(table.loc[0, "time_us"]),
+            matmul_time_us=searched.matmul_time_us, seconds=seconds, searched=searched, checkpoint=checkpoint.path,
         )
         if compare:
             started = time.perf_counter()
+            stages.start("compare", 1)
             outcome.check_error = check_configs(module, [winner], scratch, settings).get(str(winner), float("inf"))
+            stages.advance("compare")
+            stages.finish("compare")
             seconds["compare"] = time.perf_counter() - started
         return outcome
     finally:
-        _clean(settings, module, scratch)
+        clean_up(settings, module, scratch)
+
+
+@dataclass
+class Profiled:
+    outcome: ChildOutcome
+    timings: pd.DataFrame  # config, time_us, instances: fastest first (baseline and failed configs excluded)
+    matmul_time_us: float | None  # torch.matmul on the same inputs, same timer
+    seconds: dict[str, float]  # "profile" and "post-process" wall seconds
+
+
+def profile_configs(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,
+                    log=print) -> Profiled:
+    """Time the compiled configs `names` of a module and torch.matmul in child processes; one time each."""
+    started = time.perf_counter()
+    job = timing_job(module, settings, device, scratch / "timings.csv", scratch / "progress.txt", names,
+                     settings.warmup, settings.iters, baseline=True)
+    try:
+        profiled = run_child(job, scratch, settings.interpret, settings.config_timeout,
+                             log if settings.verbose else None, settings.profiler.external)
+    except ChildFailed as failure:
+        raise SizeFailed(str(failure)) from None
+    seconds = {"profile": time.perf_counter() - started}
+
+    started = time.perf_counter()
+    table = summarize(load_timings(Path(job.csv_path)), settings.warmup, settings.statistic)
+    baseline = table[table["config"] == BASELINE_NAME]
+    # an external profiler may hold some launches of a config that then crashed its child
+    table = table[(table["config"] != BASELINE_NAME) & ~table["config"].isin(profiled.failed)]
+    seconds["post-process"] = time.perf_counter() - started
+    return Profiled(profiled, table.reset_index(drop=True),
+                    float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds)
 
 
 def check_configs(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings) -> dict[str, float]:
@@ -162,10 +199,9 @@ def check_configs(module: Path, configs: list[Config], scratch: Path, settings: 
 def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings, vendor: str) -> float:
     """`--compare_wo_tuning` for one entry: compile the recorded config alone and check it.
 
-    AMD-only knobs of a config recorded on AMD are dropped elsewhere: no other backend takes them."""
-    if vendor != "amd":
-        config = config.without_amd_knobs()
-    scratch = _scratch(settings, problem, "check")
+    Off AMD, a config recorded there runs as `Config.for_vendor` says: no other backend takes its knobs."""
+    config = config.for_vendor(vendor)
+    scratch = scratch_dir(settings, problem, "check")
     module = write_module(problem, [config], Path(settings.workdir).resolve())
     try:
         compiled = compile_all(module, [str(config)], 1, settings.interpret)
@@ -173,10 +209,10 @@ def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings,
             raise SizeFailed(f"config {config} does not compile: {compiled.failed[str(config)]}")
         return check_configs(module, [config], scratch, settings)[str(config)]
     finally:
-        _clean(settings, module, scratch)
+        clean_up(settings, module, scratch)
 
 
-def require_config(config: Config | None, where: str) -> Config:
+def require_config(config: Config | None, where: str, mode: str = "--compare_wo_tuning") -> Config:
     if config is None:
-        raise UserError(f"{where} has no config fields (BLOCK_SIZE_M ...): --compare_wo_tuning needs a results file")
+        raise UserError(f"{where} has no config fields (BLOCK_SIZE_M ...): {mode} needs a results file")
     return config

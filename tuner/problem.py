@@ -17,6 +17,7 @@ class GemmProblem:
     dtype_c: DType
     col_a: bool = False  # A stored column-major (ROCm files: rowMajorA 'N')
     col_b: bool = False
+    bias: bool = False  # C gets bias[m] added to row m (ROCm --bias_vector; results files: bias_vector)
 
     @property
     def flops(self) -> int:
@@ -29,7 +30,8 @@ class GemmProblem:
 
     @property
     def label(self) -> str:
-        return f"{self.M}x{self.N}x{self.K} {self.dtype_a.name}->{self.dtype_c.name} {''.join(self.layouts)}"
+        bias = " +bias" if self.bias else ""
+        return f"{self.M}x{self.N}x{self.K} {self.dtype_a.name}->{self.dtype_c.name} {''.join(self.layouts)}{bias}"
 
     @property
     def file_tag(self) -> str:
@@ -39,6 +41,8 @@ class GemmProblem:
             tag += "_" + "".join(self.layouts)
         if (self.dtype_a.name, self.dtype_c.name) != ("fp16", "fp16"):
             tag += f"_{self.dtype_a.name}_{self.dtype_c.name}"
+        if self.bias:
+            tag += "_bias"
         return tag
 
     def tflops(self, time_us: float) -> float:

@@ -15,7 +15,9 @@ def top_table(outcome: SizeOutcome) -> Table:
     table = Table(title=f"{problem.label}: top {min(TOP, len(outcome.timings))} of {len(outcome.timings)} configs")
     for column, justify in (("#", "right"), ("config", "left"), ("time (us)", "right"), ("TFLOP/s", "right"),
                             ("vs torch.matmul", "right")):
-        table.add_column(column, justify=justify)
+        # a config name is copied into --config_str and results files: never cut it short
+        table.add_column(column, justify=justify, overflow="fold" if column == "config" else "ellipsis",
+                         no_wrap=column != "config")
     baseline = outcome.matmul_time_us
     for rank, row in enumerate(outcome.timings.head(TOP).itertuples(), start=1):
         ratio = f"{baseline / row.time_us:.2f}x" if baseline else "-"
@@ -36,3 +38,16 @@ def print_outcome(console: Console, outcome: SizeOutcome, meaningful: bool, verb
     if verbose:
         for name, reason in outcome.failed.items():
             console.print(f"  failed {name}: {reason}", markup=False)
+
+
+# The ROCm script's three stages first, as its "Elapsed time" line; then the stages only we have.
+_MAIN_STAGES = ("compile", "profile", "post-process")
+
+
+def time_breakdown(outcome: SizeOutcome) -> str:
+    """`--time_breakdown`: one line per size, compile + profile + post-process = their sum, then the rest."""
+    seconds = outcome.seconds
+    main = [seconds.get(stage, 0.0) for stage in _MAIN_STAGES]
+    terms = " + ".join(f"{stage} {value:.2f} s" for stage, value in zip(_MAIN_STAGES, main))
+    others = "".join(f"; {stage} {value:.2f} s" for stage, value in seconds.items() if stage not in _MAIN_STAGES)
+    return f"time breakdown {outcome.problem.label}: {terms} = {sum(main):.2f} s{others}"

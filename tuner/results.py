@@ -1,7 +1,8 @@
 """The tuning results YAML: one entry per size, in the ROCm script's output_tuning.yaml layout.
 
 An entry holds M N K rowMajorA rowMajorB and the config fields (readable by the ROCm script and
-usable as a sizes-file entry), then what we measured: dtypes, GPU, time, TFLOP/s, profiler.
+usable as a sizes-file entry), then what we measured: dtypes (and `bias_vector: true` for a size tuned with
+the bias), GPU, time, TFLOP/s, profiler.
 The file is rewritten atomically after each size, so it is valid YAML at every moment.
 """
 
@@ -32,7 +33,7 @@ class ResultEntry:
     matmul_time_us: float | None = None  # torch.matmul on the same inputs, same timer
 
     def to_mapping(self) -> dict:
-        size, dtypes = _problem_fields(self.problem)
+        size, dtypes = problem_fields(self.problem)
         mapping = {
             **size,
             **self.config.as_dict(),
@@ -47,21 +48,24 @@ class ResultEntry:
         return mapping
 
 
-def _problem_fields(problem: GemmProblem) -> tuple[dict, dict]:
+def problem_fields(problem: GemmProblem) -> tuple[dict, dict]:
     """The size/layout fields (first in an entry) and the dtype fields (after the config) of a problem."""
     layout_a, layout_b = problem.layouts
     size = {"M": problem.M, "N": problem.N, "K": problem.K, "rowMajorA": layout_a, "rowMajorB": layout_b}
     dtypes = {"dtype_a": problem.dtype_a.name, "dtype_b": problem.dtype_b.name, "dtype_c": problem.dtype_c.name}
+    if problem.bias:  # only then, so that entries without a bias keep the ROCm layout
+        dtypes["bias_vector"] = True
     return size, dtypes
 
 
 def _key(mapping: dict) -> tuple:
-    return tuple(mapping.get(k) for k in ("M", "N", "K", "rowMajorA", "rowMajorB", "dtype_a", "dtype_b", "dtype_c"))
+    fields = ("M", "N", "K", "rowMajorA", "rowMajorB", "dtype_a", "dtype_b", "dtype_c")
+    return (*(mapping.get(k) for k in fields), mapping.get("bias_vector", False) is True)
 
 
 def recorded(entries: list[dict], problem: GemmProblem) -> bool:
     """Whether `entries` already hold a result for this size, layout and dtypes."""
-    size, dtypes = _problem_fields(problem)
+    size, dtypes = problem_fields(problem)
     key = _key({**size, **dtypes})
     return any(_key(entry) == key for entry in entries)
 
@@ -114,14 +118,24 @@ def record(path: Path, entry: ResultEntry) -> None:
     """Add (or replace, for the same size, layout and dtypes) one entry; atomic rewrite of the file."""
     path = Path(path)
     new = entry.to_mapping()
-    entries = [old for old in read_entries(path) if _key(old) != _key(new)] + [new]
+    write_entries(path, [old for old in read_entries(path) if _key(old) != _key(new)] + [new])
+
+
+def write_entries(path: Path, entries: list[dict]) -> None:
+    """Replace the file's content with `entries`, atomically: a reader sees the old file or the new one."""
+    replace_file(path, dump_entries(entries))
+
+
+def replace_file(path: Path, text: str, what: str = "results file") -> None:
+    """Write `text` to a temporary file beside `path` that then replaces it; UserError naming `what` if it fails."""
+    path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(dump_entries(entries))
+        temporary.write_text(text)
         os.replace(temporary, path)
     except OSError as error:
         temporary.unlink(missing_ok=True)
-        raise UserError(f"cannot write results file {path}: {error.strerror}") from None
+        raise UserError(f"cannot write {what} {path}: {error.strerror}") from None
 
 
 def check_writable(path: Path) -> None:

@@ -1,6 +1,8 @@
-"""Reads sizes files: a YAML list of {M, N, K} entries, optional layouts, dtypes and config fields.
+"""Reads sizes files: a YAML list of {M, N, K} entries, optional layouts, dtypes and config fields
+(the ROCm script's spellings too: see tuner.rocm_files).
 
-A results file is a sizes file too. Every error names the file, the entry and the field.
+A results file is a sizes file too (its `bias_vector: true` brings the bias back). Every error names the
+file, the entry and the field.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from prune.config import Config
 from tuner.dtypes import DType, check_combination, dtype_named
 from tuner.errors import UserError
 from tuner.problem import GemmProblem
+from tuner.rocm_files import config_fields
 
 # Operands beyond 2**31 elements would overflow the kernel's 32-bit offsets.
 MAX_ELEMENTS = 2**31 - 1
@@ -46,6 +49,14 @@ def _column_major(entry: dict, key: str, default: bool, where: str) -> bool:
     return _LAYOUT_VALUES[value]
 
 
+def _flag(entry: dict, key: str, default: bool, where: str) -> bool:
+    if key not in entry:
+        return default
+    if not isinstance(entry[key], bool):
+        raise UserError(f"{where}: {key} must be true or false, got {entry[key]!r}")
+    return entry[key]
+
+
 def _dtype(entry: dict, key: str, default: DType, where: str) -> DType:
     if key not in entry:
         return default
@@ -55,19 +66,18 @@ def _dtype(entry: dict, key: str, default: DType, where: str) -> DType:
 
 
 def _config(entry: dict, where: str) -> Config | None:
-    present = [name for name in Config.field_names() if name in entry]
+    present = config_fields(entry, where)  # the ROCm script's spellings included
     if not present:
         return None
     required = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K")
-    missing = [name for name in required if name not in entry]
+    missing = [name for name in required if name not in present]
     if missing:
         raise UserError(f"{where}: config fields incomplete, missing {', '.join(missing)}")
-    for name in present:
-        value = entry[name]
-        if isinstance(value, bool) or not isinstance(value, int):
+    for name, value in present.items():
+        if name != "schedule_hint" and (isinstance(value, bool) or not isinstance(value, int)):
             raise UserError(f"{where}: {name} must be an integer, got {value!r}")
     try:
-        return Config.from_mapping(entry)
+        return Config(**present)
     except ValueError as error:
         raise UserError(f"{where}: {error}") from None
 
@@ -101,6 +111,7 @@ def parse_entry(entry: object, where: str, defaults: GemmProblem) -> SizeRequest
         M, N, K, dtype_a, dtype_b, dtype_c,
         col_a=_column_major(entry, "rowMajorA", defaults.col_a, where),
         col_b=_column_major(entry, "rowMajorB", defaults.col_b, where),
+        bias=_flag(entry, "bias_vector", defaults.bias, where),
     )
     return SizeRequest(problem, _config(entry, where))
 

@@ -27,7 +27,8 @@ def test_ncu_picks_the_cupti_winner_or_one_within_noise(tmp_path, M, N, K):
     device = detect_device()
     outcomes, seconds = {}, {}
     for name in ("cupti", "ncu"):
-        settings = TuneSettings(profiler=choose_profiler(name, device.vendor), jobs=16, workdir=tmp_path, space=SPACE)
+        settings = TuneSettings(profiler=choose_profiler(name, device.vendor), num_threads=16, workdir=tmp_path,
+                                space=SPACE)
         started = time.perf_counter()
         outcomes[name] = tune_size(problem(M, N, K), device, settings, compare=False)
         seconds[name] = time.perf_counter() - started

@@ -17,7 +17,7 @@ FAKE_MODULE = textwrap.dedent('''
     INTERPRETED = True
     PROBLEM = None
 
-    def make_operands(problem, device, seed=0):
+    def make_operands(problem, device, seed=0, init_type="randn"):
         return torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2)
 
     def check_config(launcher, problem, device, seed=0):

@@ -7,10 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.naming import kernel_name
-from prune.config import AMD_KNOBS, KERNEL_PREFIX, Config, ConfigNameError
+from prune.config import AMD_KNOBS, KERNEL_PREFIX, Config, ConfigNameError, minimum_value
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
-          "waves_per_eu", "matrix_instr_nonkdim", "kpack")
+          "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
+          "schedule_hint")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive)
@@ -105,7 +106,7 @@ def test_parse_accepts_tokens_in_any_order():
     "BM16__BN16_BK16",  # empty token
     "BM-16_BN16_BK16",  # negative
     "BM0_BN16_BK16",  # zero
-    "BM16_BN16_BK16_nS0",
+    "BM16_BN16_BK16_nW0",
     "BM16_BN16_BK16_GM1.5",
     "16_BN16_BK16",  # number without token
     "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
@@ -131,7 +132,7 @@ def test_parse_error_names_missing_tokens():
 
 
 @pytest.mark.parametrize("field,bad", [(f, b) for f in FIELDS for b in (0, -1, -64)
-                                       if not (f == "waves_per_eu" and b == 0)])  # 0: the compiler's choice
+                                       if not (b == 0 and f != "schedule_hint" and minimum_value(f) == 0)])
 def test_constructor_rejects_non_positive(field, bad):
     values = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
     values[field] = bad
@@ -140,7 +141,8 @@ def test_constructor_rejects_non_positive(field, bad):
 
 
 @pytest.mark.parametrize("field,bad", [(f, b) for f in FIELDS for b in (True, False, 16.0, "16", None)
-                                       if not (f in AMD_KNOBS and b is None)])  # None: AMD knob not set
+                                       if not (f in AMD_KNOBS and b is None)  # None: AMD knob not set
+                                       and (f, b) != ("schedule_hint", "16")])  # a hint is a string
 def test_constructor_rejects_bool_and_non_int(field, bad):
     values = dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
     values[field] = bad

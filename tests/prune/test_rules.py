@@ -12,6 +12,7 @@ from prune import FULL_SPACE, PruneResult, RangeSpace, prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
+    FAMILY_RULES,
     RULES,
     RULES_BY_NAME,
     cdiv,
@@ -26,7 +27,7 @@ from prune.rules import (
 SMALL_GPU = replace(
     INTERPRETER_PROFILE, name="small test GPU", vendor="amd", max_shared_bytes=65_536, sm_count=8, warp_size=64,
     l2_bytes=4 * 1024 * 1024, memory_bytes=16 * 1024**3, max_registers_per_thread=512, instr_m=32, instr_n=32,
-    instr_k_bytes=64,
+    instr_k_bytes=64, tma=False,
 )
 
 BIG = problem(4096, 4096, 4096)
@@ -130,12 +131,63 @@ def test_every_rule_has_a_biting_and_a_sparing_case(rule):
 
 
 def test_rules_by_name_matches_rules():
-    assert list(RULES_BY_NAME) == [r.name for r in RULES]
+    assert list(RULES_BY_NAME) == [r.name for r in RULES + FAMILY_RULES]
     assert [r.name for r in RULES] == [
         "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers", "block_size",
         "large_gemm", "num_stages",
     ]
-    assert all(r.description for r in RULES)
+    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "tma_tile", "epilogue_subtile", "tma_shared_memory"]
+    assert all(r.description for r in RULES + FAMILY_RULES)
+
+
+TMA = dict(PERSISTENT_TMA=1)
+
+
+@pytest.mark.parametrize("name, config, kept", [
+    ("tma_hardware", Config(128, 128, 64, **TMA), True),
+    ("tma_tile", Config(128, 128, 64, num_warps=8, num_stages=3, **TMA), True),
+    ("tma_tile", Config(128, 128, 64, SPLIT_K=2, **TMA), False),  # a K split is the plain family's
+    ("tma_tile", Config(32, 128, 64, **TMA), False),  # under a warpgroup's 64 rows
+    ("tma_tile", Config(128, 32, 64, **TMA), False),
+    ("tma_tile", Config(128, 128, 32, **TMA), False),  # 64-byte K rows: below the 128-byte swizzle
+    ("tma_tile", Config(128, 128, 64, num_warps=2, **TMA), False),  # half a warpgroup
+    ("tma_tile", Config(128, 128, 64, num_stages=1, **TMA), False),  # nothing to overlap
+    ("tma_tile", Config(32, 32, 16, SPLIT_K=4), True),  # the plain family is not its business
+    ("epilogue_subtile", Config(128, 128, 64, EPILOGUE_SUBTILE=1, **TMA), True),
+    ("epilogue_subtile", Config(128, 64, 64, EPILOGUE_SUBTILE=1, **TMA), False),
+    # 4 stages of (128x64 + 64x256) fp16 = 192 KiB, plus the 64 KiB output tile: over 227 KiB, unless halved
+    ("tma_shared_memory", Config(128, 256, 64, num_warps=8, num_stages=4, **TMA), False),
+    ("tma_shared_memory", Config(128, 256, 64, num_warps=8, num_stages=4, EPILOGUE_SUBTILE=1, **TMA), True),
+    ("tma_shared_memory", Config(128, 256, 64, num_warps=8, num_stages=4), True),  # plain: no output tile staged
+])
+def test_family_rules(name, config, kept):
+    assert RULES_BY_NAME[name].keep(BIG, config, IP) is kept
+
+
+def test_tma_family_only_for_16_bit_inputs():
+    config = Config(128, 128, 64, num_stages=2, **TMA)
+    assert RULES_BY_NAME["tma_tile"].keep(problem(4096, 4096, 4096, "bf16"), config, IP)
+    assert not RULES_BY_NAME["tma_tile"].keep(problem(4096, 4096, 4096, "fp32"), config, IP)
+
+
+def test_tma_family_needs_tma_hardware():
+    config = Config(128, 128, 64, **TMA)
+    assert not RULES_BY_NAME["tma_hardware"].keep(BIG, config, SMALL_GPU)
+    assert RULES_BY_NAME["tma_hardware"].keep(BIG, Config(128, 128, 64), SMALL_GPU)
+    assert not any(c.PERSISTENT_TMA for c in prune(BIG, SMALL_GPU).configs)
+
+
+def test_prune_by_tile_equals_checking_every_config():
+    # prune() checks RULES once per tile config; the result must equal checking each config of the space
+    space = RangeSpace(block_m=(32, 64, 128), block_n=(64, 256), block_k=(32, 64), group_m=(1, 8), split_k=(1, 2),
+                       num_warps=(4, 8), num_stages=(1, 4), persistent_tma=(0, 1), warp_specialize=(0, 1),
+                       epilogue_subtile=(0, 1))
+    rules = RULES + FAMILY_RULES
+    kept = [c for c in space.configs() if all(rule.keep(BIG, c, IP) for rule in rules)]
+    result = prune(BIG, IP, space)
+    assert sorted(result.configs) == sorted(kept)
+    assert any(c.PERSISTENT_TMA for c in kept) and any(not c.PERSISTENT_TMA for c in kept)
+    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space) == 2 ** 6 * 3 * 5
 
 
 # Same problem and config, two devices, two answers: the limit is the device's, not a constant.
@@ -224,8 +276,9 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5
-    assert list(result.removed_by_rule) == [r.name for r in RULES]
+    # 5 kernel-family variants per tile config: plain, TMA, TMA+WS, TMA+ES, TMA+WS+ES
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 5
+    assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
     assert len(set(result.configs)) == len(result.configs)
@@ -234,7 +287,7 @@ def test_prune_counts_add_up(full_results, p, device):
 @pytest.mark.parametrize("p, device", PRUNE_CASES, ids=[f"{p.M}x{p.N}x{p.K}-{d.vendor}" for p, d in PRUNE_CASES])
 def test_prune_kept_configs_pass_every_rule(full_results, p, device):
     for config in full_results[(p, device.name)].configs:
-        assert all(rule.keep(p, config, device) for rule in RULES), config
+        assert all(rule.keep(p, config, device) for rule in RULES + FAMILY_RULES), config
 
 
 @pytest.mark.parametrize("p", [BIG, SKINNY, ODD], ids=["4096x4096x4096", "16x4096x4096", "33x17x40"])
@@ -255,11 +308,13 @@ def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
 
 
 def test_prune_known_counts_on_interpreter(full_results):
-    # README: "4096^3 fp16 on H100: 872; 16x4096x4096: 3428"
-    assert len(full_results[(BIG, IP.name)].configs) == 872
-    assert len(full_results[(SKINNY, IP.name)].configs) == 3428
+    # README: "4096^3 fp16 on H100: 2024 (872 plain, 1152 TMA); 16x4096x4096: 3428"
     big = full_results[(BIG, IP.name)]
-    assert big.removed_by_rule["split_k"] == 48_000  # every SPLIT_K > 1 except where matrix_instruction struck first
+    assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 872
+    assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1152
+    assert len(full_results[(SKINNY, IP.name)].configs) == 3428  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 5 family variants
+    assert big.removed_by_rule["split_k"] == 5 * 48_000
     assert all(c.SPLIT_K == 1 for c in big.configs)
     assert all(min(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) >= 64 and c.BLOCK_SIZE_K >= 32 and c.num_warps >= 4
                for c in big.configs)
@@ -280,9 +335,9 @@ def test_prune_attributes_each_removal_to_first_failing_rule():
     space = RangeSpace(block_m=(16, 64), block_n=(16, 128), block_k=(16, 64), group_m=(1, 8), split_k=(1, 4),
                        num_warps=(1, 8), num_stages=(1, 5))
     result = prune(SKINNY, IP, space)
-    expected = {r.name: 0 for r in RULES}
+    expected = {r.name: 0 for r in RULES + FAMILY_RULES}
     for config in space.configs():
-        for rule in RULES:
+        for rule in RULES + FAMILY_RULES:
             if not rule.keep(SKINNY, config, IP):
                 expected[rule.name] += 1
                 break
@@ -305,7 +360,7 @@ def test_prune_custom_space_restricts_output(full_results):
 
 
 def test_prune_with_no_rules_keeps_the_space(small_space):
-    result = prune(ODD, IP, small_space, rules=())
+    result = prune(ODD, IP, small_space, rules=(), family_rules=())
     assert result.configs == small_space.configs()
     assert result.removed_by_rule == {}
     assert result.space_size == len(small_space)
@@ -313,7 +368,7 @@ def test_prune_with_no_rules_keeps_the_space(small_space):
 
 def test_prune_with_one_rule(small_space):
     rule = RULES_BY_NAME["split_k"]
-    result = prune(BIG, IP, small_space, rules=(rule,))
+    result = prune(BIG, IP, small_space, rules=(rule,), family_rules=())
     assert result.removed_by_rule == {"split_k": len(small_space) // 2}
     assert all(c.SPLIT_K == 1 for c in result.configs)
 

@@ -18,7 +18,7 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.split_k == (1, 2, 4, 8, 16)
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
-    assert FULL_SPACE == RangeSpace()
+    assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
 
 
 def test_full_space_bounds():
@@ -30,11 +30,22 @@ def test_full_space_bounds():
 
 
 def test_full_space_len_matches_configs():
-    configs = FULL_SPACE.configs()
-    assert len(FULL_SPACE) == len(configs) == 62_500
-    assert len(set(configs)) == 62_500
-    assert configs[0] == Config(16, 16, 16, 1, 1, 1, 1)
-    assert configs[-1] == Config(256, 256, 256, 32, 16, 8, 5)
+    tiles = FULL_SPACE.tile_configs()
+    assert len(tiles) == len(set(tiles)) == 62_500
+    assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
+    assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5)
+    # plain, TMA, TMA+ES, TMA+WS, TMA+WS+ES: the other two knobs exist only with TMA
+    assert [tuple(f.values()) for f in FULL_SPACE.families()] == [(0, 0, 0), (1, 0, 0), (1, 0, 1), (1, 1, 0), (1, 1, 1)]
+    assert len(FULL_SPACE) == 5 * 62_500
+
+
+def test_configs_expand_each_tile_by_family():
+    space = RangeSpace(block_m=(64, 128), block_n=(256,), block_k=(256,), group_m=(32,), split_k=(16,),
+                       num_warps=(8,), num_stages=(5,), persistent_tma=(0, 1), epilogue_subtile=(0, 1))
+    configs = space.configs()
+    assert len(configs) == len(space) == 2 * 3
+    assert Config(128, 256, 256, 32, 16, 8, 5, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1) in configs
+    assert not any(c.EPILOGUE_SUBTILE and not c.PERSISTENT_TMA for c in configs)
 
 
 @pytest.mark.parametrize("space", [
@@ -75,11 +86,19 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 5  # x 5 kernel-family variants
 
 
 def test_space_from_small_space_yaml(small_space):
     assert space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "x") == small_space
+
+
+def test_mapping_without_tma_drops_its_knobs():
+    space = space_from_mapping({"PERSISTENT_TMA": [0]}, "x")
+    assert space.families() == [{"PERSISTENT_TMA": 0, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 0}]
+    assert space_from_mapping({"WARP_SPECIALIZE": 0}, "x").warp_specialize == (0,)
+    with pytest.raises(ValueError, match="EPILOGUE_SUBTILE values must be 0"):
+        space_from_mapping({"EPILOGUE_SUBTILE": [2]}, "x")
 
 
 def test_empty_mapping_is_the_full_space():

@@ -1,0 +1,224 @@
+"""Search speed and quality on a GPU: `--search exhaustive` against `--search halving`, size by size.
+
+Each chosen size of a sizes file is tuned by the tuner's own pipeline (tuner.pipeline.tune_size, the
+full pruned space, the run's timer) once per search. Per search the table gives the end-to-end seconds,
+compile configs/s (configs compiled / compile-stage seconds), timing configs/s (config timings of all
+rounds / timing-stage seconds; the two stages overlap) and the winner with its time as the search
+measured it. Then both winners are timed again side by side in one child (`--retime_iters` launches
+each, same inputs, same timer), so that "halving's winner is within 1% of the exhaustive one" is read
+from one measurement, not from two searches' noise; the same config counts as exactly 1.00.
+
+`--cache cold` gives every search a fresh Triton cache (end to end includes compiling everything);
+`--cache warm` shares one cache across the run, so a search finds the binaries an earlier one built
+(the exhaustive search of a size runs first). Sizes are run in file order (or fewest configs first,
+`--order smallest`) while `--time_limit` allows: a size is started only if the time it is expected to
+take (its configs at the rate of the biggest search so far) fits in what is left; the sizes not run
+are listed with the reason. OUT.csv and OUT.md are rewritten after each size.
+
+    python benchmarks/bench_search.py ../shared/bench_sizes.yaml --cache warm --time_limit 400 --out bench_search
+    python benchmarks/bench_search.py ../shared/bench_sizes.yaml --sizes 3 --cache cold --out bench_cold
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gen import write_module
+from profiling import choose_profiler
+from prune import prune
+from prune.config import Config
+from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
+from prune.space import space_for, space_from_mapping
+from tuner.checkpoint import discard
+from tuner.compile import POOLS, default_workers
+from tuner.dtypes import DTYPES
+from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, profile_configs, scratch_dir, tune_size
+from tuner.problem import GemmProblem
+from tuner.search import SEARCHES
+from tuner.sizes import SizeRequest, load_sizes
+
+WITHIN = 0.01  # halving passes on a shape when its winner is at most 1% slower than the exhaustive winner
+FIRST_GUESS_RATE = 20.0  # configs/s assumed for the time-limit estimate before anything is measured
+
+
+def _chosen(requests: list[SizeRequest], spec: str | None) -> list[tuple[int, SizeRequest]]:
+    """`--sizes 1,3,4096x4096x4096`: entries by 1-based number or MxNxK; all when not given."""
+    numbered = list(enumerate(requests, start=1))
+    if not spec:
+        return numbered
+    chosen = []
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        hits = [(i, r) for i, r in numbered if item == str(i) or item == f"{r.problem.M}x{r.problem.N}x{r.problem.K}"]
+        if not hits:
+            raise SystemExit(f"--sizes: {item!r} names no entry of the sizes file")
+        chosen += [hit for hit in hits if hit not in chosen]
+    return chosen
+
+
+def _search(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, search: str, cold: bool,
+            workdir: Path) -> tuple[SizeOutcome, float]:
+    """One search of one size in its own working directory; returns the outcome and its wall seconds."""
+    if cold:
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_cold_", dir=workdir)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{search}_", dir=workdir))
+    started = time.perf_counter()
+    outcome = tune_size(problem, device, replace(settings, search=search, workdir=run_dir), compare=False,
+                        log=lambda line: print(f"  {line}", flush=True))
+    seconds = time.perf_counter() - started
+    discard(outcome.checkpoint)
+    return outcome, seconds
+
+
+def _retime(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, winners: list[Config],
+            iters: int, workdir: Path) -> dict[str, float]:
+    """Both winners (once when they are the same config) timed in one child: config -> microseconds."""
+    distinct = list(dict.fromkeys(winners))
+    run_dir = Path(tempfile.mkdtemp(prefix="retime_", dir=workdir))
+    settings = replace(settings, workdir=run_dir, warmup=10, iters=iters)
+    module = write_module(problem, distinct, run_dir)
+    measured = profile_configs(module, [str(c) for c in distinct], scratch_dir(settings, problem, "retime"),
+                               settings, device, print)
+    return dict(zip(measured.timings["config"], measured.timings["time_us"]))
+
+
+def _row(label: str, configs: int, outcomes: dict[str, tuple[SizeOutcome, float]], retimed: dict[str, float]) -> dict:
+    row: dict = {"size": label, "configs": configs}
+    for search, (outcome, seconds) in outcomes.items():
+        stage = outcome.seconds
+        rounds = outcome.searched.rounds
+        timings = sum(r.configs for r in rounds)
+        compiled = len(outcome.compiled.compiled) + len(outcome.compiled.failed)
+        row[f"{search} s"] = round(seconds, 1)
+        row[f"{search} configs/s"] = round(configs / seconds, 1)
+        row[f"{search} compile configs/s"] = round(compiled / stage["compile"], 1) if stage.get("compile") else ""
+        row[f"{search} timing configs/s"] = round(timings / stage["profile"], 1) if stage.get("profile") else ""
+        row[f"{search} rounds"] = " / ".join(f"{r.configs}x{r.iters}" for r in rounds)
+        row[f"{search} winner"] = str(outcome.winner)
+        row[f"{search} us"] = round(outcome.winner_time_us, 2)
+        row[f"{search} retimed us"] = round(retimed[str(outcome.winner)], 2)
+    if {"exhaustive", "halving"} <= set(outcomes):
+        ratio = row["halving retimed us"] / row["exhaustive retimed us"]
+        same = row["halving winner"] == row["exhaustive winner"]
+        row["halving / exhaustive"] = 1.0 if same else round(ratio, 4)
+        row["halving within 1%"] = "yes" if same or ratio <= 1 + WITHIN else "NO"
+    return row
+
+
+def _markdown(rows: list[dict], skipped: list[str], header: str) -> str:
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    lines = [header, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(row.get(column, "")) for column in columns) + " |" for row in rows]
+    verdicts = [row["halving within 1%"] for row in rows if "halving within 1%" in row]
+    lines.append("")
+    if verdicts:
+        lines.append(f"halving within 1% of exhaustive (winners re-timed side by side): {verdicts.count('yes')} of "
+                     f"{len(verdicts)} sizes run")
+    lines += [f"not run: {line}" for line in skipped] or ["every chosen size ran"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes_file", type=Path)
+    parser.add_argument("--sizes", help="entries to run: 1-based numbers or MxNxK, comma-separated (default all)")
+    parser.add_argument("--searches", default=",".join(SEARCHES), help="comma-separated, in the order to run them")
+    parser.add_argument("--cache", choices=("cold", "warm"), default="warm")
+    parser.add_argument("--time_limit", type=float, default=420.0, help="seconds for the whole run (see above)")
+    parser.add_argument("--order", choices=("file", "smallest"), default="file",
+                        help="run the sizes in file order, or fewest configs first (more sizes fit the limit)")
+    parser.add_argument("--retime_iters", type=int, default=100)
+    parser.add_argument("--num_threads", type=int, default=default_workers())
+    parser.add_argument("--compile_pool", choices=POOLS, default="process")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("bench_search"), help="writes OUT.csv and OUT.md")
+    parser.add_argument("--space", type=Path, help="a space file instead of the full space (smoke tests only)")
+    parser.add_argument("--interpret", action="store_true", help="CPU smoke test: times are not meaningful")
+    args = parser.parse_args()
+    searches = [s.strip() for s in args.searches.split(",") if s.strip()]
+    if not searches or set(searches) - set(SEARCHES):
+        raise SystemExit(f"--searches: choose from {', '.join(SEARCHES)}")
+
+    started = time.perf_counter()
+    if args.interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    device = INTERPRETER_PROFILE if args.interpret else detect_device()
+    space = space_for(device.vendor)
+    if args.space:
+        space = space_from_mapping(yaml.safe_load(args.space.read_text()), f"space file {args.space}", space)
+    settings = TuneSettings(profiler=choose_profiler("auto", device.vendor), num_threads=args.num_threads,
+                            jobs=args.jobs, compile_pool=args.compile_pool, warmup=args.warmup, iters=args.iters,
+                            space=space, interpret=args.interpret)
+    fp16 = DTYPES["fp16"]
+    requests = _chosen(load_sizes(args.sizes_file, GemmProblem(1, 1, 1, fp16, fp16, fp16)), args.sizes)
+    sized = [(number, request, len(prune(request.problem, device, space).configs)) for number, request in requests]
+    if args.order == "smallest":
+        sized.sort(key=lambda item: item[2])
+    rows, skipped, largest = [], [], (0, 0.0)  # largest: (configs, seconds) of the biggest search so far
+    with tempfile.TemporaryDirectory(prefix="bench_search_") as workdir:
+        if args.cache == "warm":
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_warm_", dir=workdir)
+        for number, request, configs in sized:
+            problem = request.problem
+            # the biggest search measured says best what a big one costs (small ones are all start-up)
+            rate = largest[0] / largest[1] if largest[1] else FIRST_GUESS_RATE
+            expected = configs * len(searches) / rate
+            left = args.time_limit - (time.perf_counter() - started)
+            if expected > left:
+                skipped.append(f"entry {number} {problem.label} ({configs} configs): about {expected:.0f} s "
+                               f"expected, {max(left, 0):.0f} s left of --time_limit {args.time_limit:g}")
+                print(f"skip: {skipped[-1]}", flush=True)
+                continue
+            print(f"entry {number} {problem.label}: {configs} configs", flush=True)
+            outcomes = {}
+            try:
+                for search in searches:
+                    outcomes[search] = _search(problem, device, settings, search, args.cache == "cold",
+                                               Path(workdir))
+                    largest = max(largest, (configs, outcomes[search][1]))
+            except SizeFailed as failure:
+                skipped.append(f"entry {number} {problem.label}: failed ({failure})")
+                continue
+            retimed = _retime(problem, device, settings, [o.winner for o, _ in outcomes.values()],
+                              args.retime_iters, Path(workdir))
+            rows.append(_row(problem.label, configs, outcomes, retimed))
+            print(rows[-1], flush=True)
+            _write(args, rows, skipped, device, started)  # after each size: a run cut short keeps what it did
+    print(_write(args, rows, skipped, device, started))
+    return 0
+
+
+def _write(args: argparse.Namespace, rows: list[dict], skipped: list[str], device: DeviceProfile,
+           started: float) -> str:
+    import torch
+    import triton
+
+    header = (f"{device.name}; torch {torch.__version__}, triton {triton.__version__}; "
+              f"space: {args.space or 'full (default)'}; {args.cache} Triton cache; "
+              f"--num_threads {args.num_threads} --compile_pool {args.compile_pool} --jobs {args.jobs} "
+              f"--iters {args.iters} --warmup {args.warmup}; winners re-timed over {args.retime_iters} launches; "
+              f"{time.perf_counter() - started:.0f} s in all")
+    text = _markdown(rows, skipped, header)
+    args.out.with_suffix(".md").write_text(text)
+    if rows:
+        with open(args.out.with_suffix(".csv"), "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(c for row in rows for c in row)))
+            writer.writeheader()
+            writer.writerows(rows)
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Loading a generated kernel module, the same way in the compile workers and in the profiling child.
+
+Triton's on-disk cache key of a kernel includes the line its definition starts on. A config's kernel
+has the same source in the module of every size, but not the same line (each size's pruned list is
+different), so without help each size would compile again binaries that an earlier size already
+built. Loading pins every kernel's line to 0: the key is then the kernel's source, its dependencies
+and its specialization, and a size list compiles each distinct binary once. (The line only feeds the
+key; the locations in the compiled code come from the real line, read when the kernel was defined.)
+Both the compile workers and the child load modules through here, so their keys agree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+
+def load_module(path: str | Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pin_kernel_lines(module)
+    return module
+
+
+def pin_kernel_lines(module: ModuleType) -> int:
+    """Pin the cache-key line of every Triton kernel defined in `module`, before any is compiled; returns how
+    many. Under the interpreter kernels are no JIT functions and nothing changes."""
+    from triton.runtime.jit import JITCallable
+
+    pinned = 0
+    for value in vars(module).values():
+        if isinstance(value, JITCallable) and value.__module__ == module.__name__:
+            value.starting_line_number = 0
+            pinned += 1
+    return pinned

@@ -1,0 +1,166 @@
+# ---------------------------------------------------------------------------------------------
+# Persistent TMA kernel family (Hopper and newer): one program per SM walks the output tiles,
+# loading A and B tiles through tensor descriptors (the tensor memory accelerator) and storing C
+# through one. The generator copies this source after the plain family into generated modules
+# that hold PERSISTENT_TMA configs.
+# ---------------------------------------------------------------------------------------------
+import functools  # noqa: I001 (the block below is cut out by the generator: it stays apart)
+
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+# family-imports-begin (the generator drops these lines: the plain family above defines the names)
+import torch
+import triton
+import triton.language as tl
+
+from gen.matmul_family import INTERPRETED, UPCAST_DOT_OPERANDS, TileConfig, add_row_bias, grouped_tile
+
+# family-imports-end
+
+TMA_ALIGNMENT_BYTES = 16  # the copy engine reads rows whose start addresses are 16-byte aligned
+INTERPRETER_PROGRAMS = 3  # persistent programs under the interpreter: few, so that each walks several tiles
+
+
+@triton.jit
+def tma_persistent_tile(
+    a_desc, b_desc, c_desc, bias_ptr, M, N, K, stride_bias,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+):
+    """C = A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
+
+    A column-major operand is described by its transpose (the copy engine needs a unit inner stride)
+    and transposed back in registers. Reads past the edges return zeros and writes past them are
+    dropped by the copy engine, so no masks are needed."""
+    start = tl.program_id(axis=0)
+    programs = tl.num_programs(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
+    # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
+    tile_id_c = start - programs
+    for tile_id in tl.range(start, num_pid_m * num_pid_n, programs, flatten=not WARP_SPECIALIZE,
+                            warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        off_m = pid_m * BLOCK_SIZE_M
+        off_n = pid_n * BLOCK_SIZE_N
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for k_tile in range(k_tiles):
+            off_k = k_tile * BLOCK_SIZE_K
+            a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
+            b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
+            if UPCAST_DOT_OPERANDS:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+
+        tile_id_c += programs
+        pid_m, pid_n = grouped_tile(tile_id_c, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        off_m = pid_m * BLOCK_SIZE_M
+        off_n = pid_n * BLOCK_SIZE_N
+        acc = add_row_bias(acc, bias_ptr, off_m + tl.arange(0, BLOCK_SIZE_M), M, stride_bias, HAS_BIAS)
+        if EPILOGUE_SUBTILE:
+            # two stores of half the tile: half the shared memory for the output, more for the pipeline
+            halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([off_m, off_n], left.to(c_desc.dtype))
+            c_desc.store([off_m, off_n + BLOCK_SIZE_N // 2], right.to(c_desc.dtype))
+        else:
+            c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@functools.lru_cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def persistent_programs(device, tiles: int) -> int:
+    """One program per SM, never more than there are tiles."""
+    available = INTERPRETER_PROGRAMS if INTERPRETED else _sm_count(torch.device(device).index or 0)
+    return max(1, min(available, tiles))
+
+
+def _tma_readable(matrix) -> bool:
+    inner_unit = matrix.stride(1) == 1
+    return inner_unit and (matrix.stride(0) * matrix.element_size()) % TMA_ALIGNMENT_BYTES == 0 and (
+        matrix.data_ptr() % TMA_ALIGNMENT_BYTES == 0)
+
+
+def tma_view(matrix):
+    """`matrix` (rows, cols, unit inner stride wanted) itself when the copy engine can address it,
+    else a copy whose rows are padded to 16 bytes (a view of the original shape). Odd leading
+    dimensions pay for this copy inside the timed launch, as they would in use."""
+    if _tma_readable(matrix):
+        return matrix
+    per_row = TMA_ALIGNMENT_BYTES // matrix.element_size()
+    padded_cols = triton.cdiv(matrix.shape[1], per_row) * per_row
+    padded = torch.empty((matrix.shape[0], padded_cols), dtype=matrix.dtype, device=matrix.device)
+    view = padded[:, :matrix.shape[1]]
+    view.copy_(matrix)
+    return view
+
+
+def operand_descriptor(matrix, block_rows: int, block_cols: int, column_major: bool):
+    """Descriptor of a (rows, cols) operand; a column-major one is described by its transpose."""
+    if column_major:
+        return TensorDescriptor.from_tensor(tma_view(matrix.t()), [block_cols, block_rows])
+    return TensorDescriptor.from_tensor(tma_view(matrix), [block_rows, block_cols])
+
+
+def is_column_major(matrix) -> bool:
+    return matrix.stride(0) == 1 and matrix.stride(1) != 1
+
+
+def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
+    return [config.BLOCK_SIZE_M, config.BLOCK_SIZE_N // 2 if epilogue_subtile else config.BLOCK_SIZE_N]
+
+
+def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias=None):
+    """C = A @ B (+ bias[m] on row m) with one persistent TMA config. A: (M, K), B: (K, N), C: (M, N)."""
+    M, K = a.shape
+    N = b.shape[1]
+    a_col, b_col = is_column_major(a), is_column_major(b)
+    out = c if _tma_readable(c) else tma_view(c)
+    tiles = triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N)
+    kernel[(persistent_programs(c.device, tiles),)](
+        operand_descriptor(a, config.BLOCK_SIZE_M, config.BLOCK_SIZE_K, a_col),
+        operand_descriptor(b, config.BLOCK_SIZE_K, config.BLOCK_SIZE_N, b_col),
+        TensorDescriptor.from_tensor(out, output_block(config, epilogue_subtile)),
+        bias, M, N, K, bias.stride(0) if bias is not None else 0,
+        A_COL=a_col, B_COL=b_col, HAS_BIAS=bias is not None,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+    if out is not c:
+        c.copy_(out)
+    return c
+
+
+def _mock_descriptor(dtype, rows: int, cols: int, block: list):
+    """A descriptor on no memory, enough for Triton to specialize and compile the kernel."""
+    per_row = TMA_ALIGNMENT_BYTES // dtype.itemsize
+    padded_cols = triton.cdiv(cols, per_row) * per_row  # as tma_view pads odd rows at launch
+    return TensorDescriptor(triton.runtime.jit.MockTensor(dtype), [rows, cols], [padded_cols, 1], block)
+
+
+def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, problem) -> dict:
+    """compile_config for the TMA family: compile for this problem's layouts without launching."""
+    if INTERPRETED:
+        return {}
+    M, N, K = problem.M, problem.N, problem.K
+    bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
+    a_desc = _mock_descriptor(problem.dtype_a, K, M, [bk, bm]) if problem.col_a else _mock_descriptor(
+        problem.dtype_a, M, K, [bm, bk])
+    b_desc = _mock_descriptor(problem.dtype_b, N, K, [bn, bk]) if problem.col_b else _mock_descriptor(
+        problem.dtype_b, K, N, [bk, bn])
+    c_desc = _mock_descriptor(problem.dtype_c, M, N, output_block(config, epilogue_subtile))
+    bias = triton.runtime.jit.MockTensor(problem.dtype_c) if problem.bias else None
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    compiled = kernel.warmup(
+        a_desc, b_desc, c_desc, bias, M, N, K, 1 if problem.bias else 0,
+        A_COL=problem.col_a, B_COL=problem.col_b, HAS_BIAS=problem.bias,
+        num_warps=config.num_warps, num_stages=config.num_stages, grid=(persistent_programs("cuda", tiles),),
+    )
+    compiled._init_handles()  # loads the binary: raises OutOfResources when it cannot run
+    return {"registers": compiled.n_regs, "spills": compiled.n_spills, "shared_bytes": compiled.metadata.shared}

@@ -1,0 +1,72 @@
+"""`--export triton`: the winning configs of a results file as a Python list of `triton.Config`, one module per GPU
+(`triton_configs_<GPU>.py` beside the results file), ready for `@triton.autotune(configs=CONFIGS, ...)`.
+
+Each distinct config appears once, in file order, with a comment naming the sizes it won. The generated text is
+built from validated integers, dtype names and `repr()` of strings, so no text from a YAML file runs as code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prune.config import Config
+from reporting.files import by_device, device_tag, write_text
+from runtime.table import TunedEntry
+
+_CORE = ("num_warps", "num_stages")  # launch options of triton.Config; every other config field is a kwarg
+
+_HEADER = '''"""Winning tune_gemm configs for one GPU, as triton.Config for @triton.autotune (tune_gemm --export triton).
+
+The kwargs are the compile-time parameters of tune_gemm's kernel family (gen/matmul_family.py, matmul_tile),
+named as in the results file: a kernel autotuned over this list must take each of them as a tl.constexpr.
+
+    from {module} import CONFIGS
+
+    @triton.autotune(configs=CONFIGS, key=["M", "N", "K"])
+    @triton.jit
+    def matmul_kernel(..., BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                      GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr): ...
+"""
+
+import triton
+
+DEVICE = {device!r}  # the GPU these configs were tuned on (None: the results file did not say)
+SOURCE = {source!r}
+
+CONFIGS = [
+'''
+
+
+def module_name(gpu: str | None) -> str:
+    return f"triton_configs_{device_tag(gpu)}"
+
+
+def triton_config_source(config: Config) -> str:
+    """`triton.Config({...}, num_warps=.., num_stages=..)` for one config."""
+    fields = config.as_dict()
+    kwargs = {name: value for name, value in fields.items() if name not in _CORE}
+    return f"triton.Config({kwargs!r}, num_warps={fields['num_warps']}, num_stages={fields['num_stages']})"
+
+
+def config_of(triton_config) -> Config:
+    """The tune_gemm Config a triton.Config of an exported list stands for (the way back, for round trips)."""
+    return Config.from_mapping({**triton_config.kwargs, "num_warps": triton_config.num_warps,
+                                "num_stages": triton_config.num_stages})
+
+
+def render(gpu: str | None, entries: list[TunedEntry], source: Path) -> str:
+    winners: dict[Config, list[str]] = {}
+    for entry in entries:
+        time = f" ({entry.time_us:.1f} us)" if entry.time_us is not None else ""
+        winners.setdefault(entry.config, []).append(f"{entry.problem.label}{time}")
+    lines = [_HEADER.format(module=module_name(gpu), device=gpu, source=str(source))]
+    for config, sizes in winners.items():
+        lines.append(f"    # won {'; '.join(sizes)}\n    {triton_config_source(config)},\n")
+    lines.append("]\n")
+    return "".join(lines)
+
+
+def write_triton(entries: list[TunedEntry], source: Path, directory: Path) -> list[Path]:
+    """One module per GPU in `directory`; returns their paths."""
+    return [write_text(Path(directory) / f"{module_name(gpu)}.py", render(gpu, group, source), "triton export")
+            for gpu, group in by_device(entries).items()]

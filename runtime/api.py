@@ -1,0 +1,43 @@
+"""The run-time API: `matmul(a, b)` runs the config tuned for the call's shape, dtypes and layouts on this GPU
+(rule in runtime/lookup.py), as the custom op `tune_gemm::matmul` (torch.compile-able).
+
+    from tune_gemm import matmul, load_results
+    load_results("output_tuning.yaml")   # or start the process with TUNE_GEMM_RESULTS=output_tuning.yaml
+    c = matmul(a, b)                     # a (M, K), b (K, N): fp16, bf16 or fp32, row- or column-major
+    explain(a, b)                        # which config, by which rule, from which tuned shape
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from runtime.dispatch import RESULTS_ENV, Dispatcher, process_dispatcher
+from runtime.lookup import Choice
+from runtime.op import matmul_op
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A @ B (2-D, same dtype) with the tuned config; the result is a new row-major tensor of `out_dtype`
+    (default: the inputs' dtype, or a wider one)."""
+    return matmul_op(a, b, out_dtype)
+
+
+def load_results(*paths: os.PathLike | str) -> None:
+    """Add results files (tune_gemm YAML, or `--export json` files) to the process-wide table; later files
+    override earlier ones for the same shape. Entries recorded on another GPU are kept but not used here."""
+    process_dispatcher().load(*paths)
+
+
+def clear_results() -> None:
+    """Empty the process-wide table: every call then runs the default config."""
+    process_dispatcher().clear()
+
+
+def explain(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None) -> Choice:
+    """What `matmul(a, b, out_dtype)` would run, without running it."""
+    return process_dispatcher().choose(a, b, out_dtype)
+
+
+__all__ = ["RESULTS_ENV", "Choice", "Dispatcher", "clear_results", "explain", "load_results", "matmul"]

@@ -1,0 +1,171 @@
+"""C = A @ B through the tuned table: reads the call (device, dtypes, layouts, shape), looks the config up, launches it.
+
+Layouts are read from strides at call time. An operand with unit stride along its columns is row-major, one
+with unit stride along its rows column-major (row-major wins when both hold, as for a single column); leading
+dimensions may be padded. An operand with no unit stride at all (e.g. every other column) is first copied to a
+contiguous row-major tensor: the tuned table knows only the two layouts, and loads without a unit stride cannot
+be vectorized, so the copy (O(MK) or O(KN) work) costs less than the product would lose.
+
+The output is a new row-major (M, N) tensor of `out_dtype` (default: the inputs' dtype; it may be wider, e.g.
+fp16 inputs into fp32, as the tuner allows). A tuned config that does not fit this GPU (an entry written for
+another one) is reported once with a warning and replaced by the default config for that shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+
+import torch
+from triton.runtime.errors import OutOfResources
+
+from prune.device import INTERPRETER_PROFILE
+from runtime.kernels import INTERPRETED, launcher_for
+from runtime.lookup import DEFAULT, Choice, choose, default_config
+from runtime.table import Table, Variant
+from tuner.dtypes import DTYPES, DType, check_combination
+from tuner.errors import UserError
+
+RESULTS_ENV = "TUNE_GEMM_RESULTS"  # results files the process-wide table starts with, separated like PATH
+_OFFSET_LIMIT = 2**31  # the kernel computes element offsets in 32 bits
+_DTYPE_OF_TORCH = {dtype.torch_dtype: dtype for dtype in DTYPES.values()}
+
+
+def _dtype(torch_dtype: torch.dtype, what: str) -> DType:
+    if torch_dtype not in _DTYPE_OF_TORCH:
+        names = ", ".join(str(d.torch_dtype) for d in DTYPES.values())
+        raise TypeError(f"tune_gemm matmul: {what} is {torch_dtype}; supported: {names}")
+    return _DTYPE_OF_TORCH[torch_dtype]
+
+
+def column_major(t: torch.Tensor) -> bool | None:
+    """False: row-major, True: column-major, None: neither (no unit stride; see the module's docstring)."""
+    rows, cols = t.shape
+    if t.stride(1) == 1 or cols == 1:
+        return False
+    if t.stride(0) == 1 or rows == 1:
+        return True
+    return None
+
+
+def _check_offsets(t: torch.Tensor, name: str) -> None:
+    rows, cols = t.shape
+    if (rows - 1) * t.stride(0) + (cols - 1) * t.stride(1) >= _OFFSET_LIMIT:
+        raise ValueError(f"tune_gemm matmul: {name} {tuple(t.shape)} with strides {t.stride()} spans 2**31 elements "
+                         "or more, beyond the kernel's 32-bit offsets")
+
+
+def new_output(shape: tuple[int, int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The result tensor, uninitialized: the kernel writes every element (tests fill it with NaN to check that)."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+@functools.cache
+def device_name(device: torch.device) -> str:
+    """The name a results file records for this device: the GPU's name, or the interpreter's stand-in."""
+    if device.type == "cpu":
+        return INTERPRETER_PROFILE.name
+    return torch.cuda.get_device_name(device)
+
+
+def _vendor(device: torch.device) -> str:
+    if device.type == "cpu":
+        return INTERPRETER_PROFILE.vendor
+    return "amd" if torch.version.hip is not None else "nvidia"
+
+
+class Dispatcher:
+    """A table of tuned configs and the choices made from it (cached per device, variant and shape)."""
+
+    def __init__(self, table: Table | None = None):
+        self.table = table if table is not None else Table()
+        self._choices: dict[tuple, Choice] = {}
+
+    def load(self, *paths: os.PathLike | str) -> None:
+        """Add results files (later ones override earlier ones for the same shape); UserError on a bad file."""
+        self.table.load(*paths)
+        self._choices.clear()
+
+    def clear(self) -> None:
+        self.table = Table()
+        self._choices.clear()
+
+    def _prepare(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None):
+        """Validated operands (copied when they have no unit stride) and the lookup key of the call."""
+        if a.dim() != 2 or b.dim() != 2:
+            raise ValueError(f"tune_gemm matmul: needs 2-D operands, got {a.dim()}-D and {b.dim()}-D")
+        if a.shape[1] != b.shape[0]:
+            raise ValueError(f"tune_gemm matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied")
+        if a.device != b.device:
+            raise ValueError(f"tune_gemm matmul: operands on {a.device} and {b.device}")
+        dtype_a, dtype_b = _dtype(a.dtype, "A's dtype"), _dtype(b.dtype, "B's dtype")
+        dtype_c = dtype_a if out_dtype is None else _dtype(out_dtype, "out_dtype")
+        try:
+            check_combination(dtype_a, dtype_b, dtype_c)
+        except UserError as error:
+            raise TypeError(f"tune_gemm matmul: {error}") from None
+        layouts = []
+        operands = []
+        for t, name in ((a, "A"), (b, "B")):
+            layout = column_major(t)
+            if layout is None:
+                t, layout = t.contiguous(), False
+            _check_offsets(t, name)
+            operands.append(t)
+            layouts.append(layout)
+        variant = Variant(dtype_a.name, dtype_c.name, *layouts)
+        shape = (a.shape[0], b.shape[1], a.shape[1])
+        if shape[0] * shape[1] >= _OFFSET_LIMIT:
+            raise ValueError(f"tune_gemm matmul: C would hold {shape[0] * shape[1]} elements, beyond the kernel's "
+                             "32-bit offsets")
+        return operands, dtype_c, (device_name(a.device), variant, shape)
+
+    def _choice(self, key: tuple, device: torch.device) -> Choice:
+        if key not in self._choices:
+            gpu, variant, shape = key
+            choice = choose(self.table.shapes(gpu, variant), shape)
+            vendor_config = choice.config.for_vendor(_vendor(device))
+            self._choices[key] = Choice(vendor_config, choice.rule, choice.tuned_shape)
+        return self._choices[key]
+
+    def choose(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None) -> Choice:
+        """The config `matmul(a, b, out_dtype)` runs, the rule that chose it and the tuned shape it came from."""
+        _, _, key = self._prepare(a, b, out_dtype)
+        return self._choice(key, a.device)
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """A @ B with the tuned config for this call; see the module's docstring for layouts and dtypes."""
+        (a, b), dtype_c, key = self._prepare(a, b, out_dtype)
+        if a.device.type == "cpu" and not INTERPRETED:
+            raise ValueError("tune_gemm matmul: CPU tensors run only under the Triton interpreter "
+                             "(set TRITON_INTERPRET=1 before importing triton)")
+        M, N, K = key[2]
+        c = new_output((M, N), dtype_c.torch_dtype, a.device)
+        if c.numel() == 0:
+            return c
+        if K == 0:
+            return c.zero_()
+        choice = self._choice(key, a.device)
+        try:
+            return launcher_for(choice.config)(a, b, c)
+        except OutOfResources as error:
+            if choice.rule == DEFAULT:
+                raise
+            warnings.warn(f"tune_gemm matmul: tuned config {choice.config} does not fit {key[0]} ({error}); "
+                          f"using the default config for {M}x{N}x{K} {key[1].label}", stacklevel=2)
+            self._choices[key] = Choice(default_config(M, N, K), DEFAULT, None)
+            return launcher_for(self._choices[key].config)(a, b, c)
+
+
+_process_dispatcher: Dispatcher | None = None
+
+
+def process_dispatcher() -> Dispatcher:
+    """The table `tune_gemm.matmul` uses: starts from the files named in TUNE_GEMM_RESULTS (if any)."""
+    global _process_dispatcher
+    if _process_dispatcher is None:
+        dispatcher = Dispatcher()
+        dispatcher.load(*(path for path in os.environ.get(RESULTS_ENV, "").split(os.pathsep) if path))
+        _process_dispatcher = dispatcher
+    return _process_dispatcher

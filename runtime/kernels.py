@@ -1,0 +1,75 @@
+"""Run-time launchers: one config of the tuner's kernel families (gen/matmul_family.py, and gen/tma_family.py for
+PERSISTENT_TMA configs) run on any shape.
+
+Why not the generated modules the tuner writes: a generated module is written per problem size and holds
+one named kernel per config so that profilers can attribute time by kernel name. At run time one config
+serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile` and its
+split-K `splitk_reduce_tile`, or `tma_persistent_tile`) are launched with the config's block sizes and knobs
+bound as compile-time constants, exactly what a generated per-config kernel binds. The families' launch
+functions do the rest (grid, EVEN_K, split-K partials and reduction, TMA descriptors), so the tuner and the
+run-time share one kernel and one launch path per family, and nothing is written to disk. Triton compiles and
+caches one binary per config, dtypes and argument specialization (in memory, and on disk across processes);
+`launcher_for` caches the launcher per config.
+
+The family modules read TRITON_INTERPRET when they are first imported (as every Triton module does when its
+kernels are decorated): set it before importing this module to run on the CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gen.matmul_family as family
+from gen import tma_family
+from prune.config import Config
+
+INTERPRETED: bool = family.INTERPRETED
+
+
+class _Bound:
+    """A family kernel with one config's compile-time constants bound: `bound[grid](*args, **kwargs)` launches
+    it like a generated per-config kernel, which is what the families' launch functions expect of a kernel."""
+
+    def __init__(self, kernel, constants: dict):
+        self._kernel = kernel
+        self._constants = constants
+
+    def __getitem__(self, grid):
+        return functools.partial(self._kernel[grid], **self._constants)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """`launcher(a, b, c)` writes A @ B into C (any strides) with one config."""
+
+    config: Config
+    run: Callable  # the family's launch function with the bound kernels and the config's launch options
+
+    def __call__(self, a, b, c):
+        return self.run(a, b, c)
+
+
+def _tile_constants(config: Config) -> dict:
+    return {"BLOCK_SIZE_M": config.BLOCK_SIZE_M, "BLOCK_SIZE_N": config.BLOCK_SIZE_N,
+            "BLOCK_SIZE_K": config.BLOCK_SIZE_K, "GROUP_SIZE_M": config.GROUP_SIZE_M}
+
+
+@functools.cache
+def launcher_for(config: Config) -> Launcher:
+    """The (cached) launcher of a config; AMD knobs become launch options as in generated modules."""
+    tile = family.TileConfig(BLOCK_SIZE_M=config.BLOCK_SIZE_M, BLOCK_SIZE_N=config.BLOCK_SIZE_N,
+                             BLOCK_SIZE_K=config.BLOCK_SIZE_K, GROUP_SIZE_M=config.GROUP_SIZE_M,
+                             SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
+                             options=tuple(config.amd_knobs.items()))
+    if config.PERSISTENT_TMA:
+        kernel = _Bound(tma_family.tma_persistent_tile, {
+            **_tile_constants(config), "WARP_SPECIALIZE": bool(config.WARP_SPECIALIZE),
+            "EPILOGUE_SUBTILE": bool(config.EPILOGUE_SUBTILE)})
+        return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, bool(config.EPILOGUE_SUBTILE)))
+    kernel = _Bound(family.matmul_tile, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})
+    reduce_kernel = None
+    if config.SPLIT_K > 1:
+        reduce_kernel = _Bound(family.splitk_reduce_tile, {"SPLIT_K": config.SPLIT_K, "BLOCK": family.REDUCE_BLOCK.value})
+    return Launcher(config, functools.partial(family.launch, kernel, reduce_kernel, tile))

@@ -1,0 +1,85 @@
+"""gen/matmul_family.py run knobs: the bias epilogue (--bias_vector) and input initialisation (--init_type)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+from helpers import problem
+
+from gen import render, write_module
+from profiling.child import load_module
+from prune.config import Config
+from tuner.run_knobs import INIT_TYPES
+
+SPLIT_K_1 = Config(16, 16, 16, 1, 1, 1, 1)
+SPLIT_K_4 = Config(16, 16, 16, 1, 4, 1, 1)
+SPLIT_K_2 = Config(32, 16, 32, 2, 2, 1, 2)
+
+
+def _module(tmp_path, p, configs):
+    path = write_module(p, configs, tmp_path)
+    return load_module(str(path))
+
+
+@pytest.mark.parametrize("config", [SPLIT_K_1, SPLIT_K_4, SPLIT_K_2], ids=str)
+@pytest.mark.parametrize("col_a", [False, True])
+def test_bias_is_added_once_per_row_with_and_without_split_k(tmp_path, interpreter_env, config, col_a):
+    p = replace(problem(33, 17, 64, col_a=col_a), bias=True)
+    module = _module(tmp_path, p, [config])
+    launcher = module.LAUNCHERS[str(config)]
+    a, b, c, bias = module.make_operands(module.PROBLEM, "cpu", seed=5)
+    bias.mul_(8)  # as large as the products: a missing or repeated bias is far outside the tolerance
+    c.fill_(float("nan"))
+    launcher(a, b, c, bias)
+    reference = a.double() @ b.double() + bias.double()[:, None]
+    assert module.relative_error(c, a, b, bias) <= p.dtype_a.tolerance
+    torch.testing.assert_close(c.double(), reference, rtol=2e-2, atol=2e-2)
+    without = a.double() @ b.double()
+    assert (c.double() - without).norm() / without.norm() > 0.5  # the bias really is in C
+    assert module.check_config(launcher, module.PROBLEM, "cpu") <= p.dtype_a.tolerance
+
+
+def test_the_check_fails_a_kernel_that_drops_the_bias(tmp_path, interpreter_env):
+    module = _module(tmp_path, replace(problem(32, 32, 32), bias=True), [SPLIT_K_1])
+    launcher = module.LAUNCHERS[str(SPLIT_K_1)]
+    assert module.check_config(lambda a, b, c, bias: launcher(a, b, c), module.PROBLEM, "cpu") > 0.05
+
+
+def test_bias_uses_the_shared_epilogue_helper():
+    source = render(replace(problem(16, 16, 16), bias=True), [SPLIT_K_1, SPLIT_K_2], "x.py")
+    assert "def add_row_bias(" in source and "bias=True" in source
+    # called from the tile kernel (SPLIT_K 1) and the split-K reduction, nowhere per config
+    assert source.count("= add_row_bias(acc,") == 2
+    assert "plus a bias per row of C" in source
+
+
+@pytest.mark.parametrize("col", [False, True])
+def test_init_types_fill_as_named(interpreter_env, tmp_path, col):
+    module = _module(tmp_path, problem(64, 48, 32, col_a=col), [SPLIT_K_1])
+    filled = {init: module.make_operands(module.PROBLEM, "cpu", seed=1, init_type=init)[0].float()
+              for init in INIT_TYPES}
+    randn, hpl, trig, zeros = (filled[name] for name in ("randn", "hpl", "trig_float", "zeros"))
+    assert abs(randn.mean()) < 0.1 and 0.8 < randn.std() < 1.2 and randn.abs().max() > 1
+    assert hpl.min() >= -0.5 and hpl.max() <= 0.5 and hpl.std() > 0.2
+    storage = trig.t() if col else trig  # sin of the position in memory, whatever the layout
+    expected = torch.arange(64 * 32, dtype=torch.float64).sin().reshape(storage.shape)
+    torch.testing.assert_close(storage.double(), expected, atol=1e-3, rtol=0)
+    assert zeros.abs().max() == 0
+    assert math.isclose(module.make_operands(module.PROBLEM, "cpu", seed=1)[0].float().std(), randn.std())
+
+
+def test_unknown_init_type_is_refused(interpreter_env, tmp_path):
+    module = _module(tmp_path, problem(16, 16, 16), [SPLIT_K_1])
+    with pytest.raises(ValueError, match="init_type"):
+        module.make_operands(module.PROBLEM, "cpu", init_type="ones")
+
+
+def test_bias_vector_follows_init_type(interpreter_env, tmp_path):
+    module = _module(tmp_path, replace(problem(16, 16, 16), bias=True), [SPLIT_K_1])
+    assert module.make_operands(module.PROBLEM, "cpu", init_type="zeros")[3].abs().max() == 0
+    bias = module.make_operands(module.PROBLEM, "cpu", init_type="trig_float")[3]
+    assert bias.shape == (16,) and bias.dtype == torch.float16
+    torch.testing.assert_close(bias.double(), torch.arange(16, dtype=torch.float64).sin(), atol=1e-3, rtol=0)

@@ -1,0 +1,78 @@
+"""On the GPU (`pytest -m gpu`): the fast search's parts measured for real.
+
+- configs timed in one CUPTI session (batches) get the times they get in a session each;
+- a second size sharing the first one's binaries finds them in Triton's cache (gen.loader);
+- halving picks the exhaustive winner, or one within a few percent of it, on a real space.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+import torch
+
+from helpers import problem
+from profiling import choose_profiler
+from prune.device import detect_device
+from prune.space import RangeSpace
+from tuner import search
+from tuner.checkpoint import discard
+from tuner.pipeline import TuneSettings, tune_size
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+SPACE = RangeSpace(block_m=(16, 64, 128), block_n=(64, 128, 256), block_k=(32, 64), group_m=(1, 8), split_k=(1, 4),
+                   num_warps=(4, 8), num_stages=(3, 4))  # 288 configs before pruning
+
+
+def _tune(tmp_path, size, **overrides):
+    device = detect_device()
+    settings = TuneSettings(profiler=choose_profiler("cupti", device.vendor), num_threads=16, space=SPACE,
+                            workdir=tmp_path, **overrides)
+    started = time.perf_counter()
+    outcome = tune_size(problem(*size), device, settings, compare=False)
+    discard(outcome.checkpoint)  # the next call starts afresh
+    return outcome, time.perf_counter() - started
+
+
+def test_batched_cupti_sessions_time_like_one_session_per_config(tmp_path, monkeypatch):
+    batched, _ = _tune(tmp_path, (2048, 2048, 2048))
+    monkeypatch.setattr(search, "CUPTI_BATCH", 1)
+    single, _ = _tune(tmp_path, (2048, 2048, 2048))
+    ratios = (batched.timings.set_index("config")["time_us"] / single.timings.set_index("config")["time_us"]).dropna()
+    print(f"batched / single session: median {ratios.median():.4f}, min {ratios.min():.4f}, max {ratios.max():.4f} "
+          f"over {len(ratios)} configs")
+    assert len(ratios) == len(batched.timings) == len(single.timings)
+    assert 0.98 <= ratios.median() <= 1.02
+    assert batched.winner_time_us == pytest.approx(single.winner_time_us, rel=0.03)
+
+
+def test_a_second_size_compiles_from_the_first_ones_binaries(tmp_path, monkeypatch):
+    cache = tmp_path / "triton_cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))  # empty: the first size builds everything
+    first, _ = _tune(tmp_path, (2048, 2048, 2048))
+    built = len(list(cache.iterdir()))  # one directory per binary Triton built
+    second, _ = _tune(tmp_path, (4096, 4096, 2048))  # same specialization (multiples of 16), same K
+    new = len(list(cache.iterdir())) - built
+    unshared = set(second.compiled.compiled) - set(first.compiled.compiled)
+    print(f"first size: {built} cache entries, compile {first.seconds['compile']:.1f} s for "
+          f"{len(first.compiled.compiled)} configs; second: {new} new entries, compile "
+          f"{second.seconds['compile']:.1f} s for {len(second.compiled.compiled)} configs ({len(unshared)} unshared)")
+    assert len(second.compiled.compiled) - len(unshared) >= 0.8 * len(second.compiled.compiled)
+    # without gen.loader's pin every config of the second size would be a new entry (its line differs)
+    assert new <= 2 * len(unshared) + 4
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (16, 4096, 4096)])
+def test_halving_lands_on_the_exhaustive_winner_or_close(tmp_path, size):
+    exhaustive, exhaustive_s = _tune(tmp_path, size)
+    halving, halving_s = _tune(tmp_path, size, search="halving")
+    times = exhaustive.timings.set_index("config")["time_us"]
+    print(f"{size}: exhaustive {exhaustive.winner} {exhaustive.winner_time_us:.2f} us in {exhaustive_s:.1f} s; "
+          f"halving {halving.winner} {halving.winner_time_us:.2f} us in {halving_s:.1f} s; rounds "
+          + ", ".join(f"{r.configs}x{r.iters}" for r in halving.searched.rounds))
+    # the exhaustive search's own time of halving's pick: within 3% of its winner (near-ties may swap)
+    assert times[str(halving.winner)] <= 1.03 * exhaustive.winner_time_us
+    assert statistics.fmean([r.iters for r in halving.searched.rounds[:-1]] or [0]) < halving.searched.rounds[-1].iters

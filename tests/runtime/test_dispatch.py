@@ -1,0 +1,102 @@
+"""runtime.dispatch without launching: layouts from strides, the call's variant and shape, argument checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import problem
+
+from prune.config import Config
+from prune.device import INTERPRETER_PROFILE
+from runtime.dispatch import Dispatcher, column_major
+from runtime.lookup import DEFAULT, EXACT, M_BUCKET
+from runtime.table import Table, TunedEntry
+from tuner.errors import UserError
+
+CONFIG = Config(16, 32, 16, SPLIT_K=2)
+
+
+def _entry(M, N, K, **kwargs) -> TunedEntry:
+    return TunedEntry(problem(M, N, K, **kwargs), CONFIG, INTERPRETER_PROFILE.name, None, None, None, {})
+
+
+def test_layouts_from_strides():
+    a = torch.randn(8, 12)
+    assert column_major(a) is False
+    assert column_major(torch.randn(12, 8).t()) is True
+    assert column_major(torch.randn(8, 20)[:, :12]) is False  # padded leading dimension
+    assert column_major(torch.randn(20, 8)[:12].t()) is True
+    assert column_major(torch.randn(8, 24)[:, ::2]) is None  # no unit stride: copied before the launch
+    assert column_major(torch.randn(12, 1)) is False and column_major(torch.randn(1, 12).t()) is False
+    assert column_major(torch.randn(1, 12)[:, ::2]) is True  # a single row is read along its one stride
+
+
+def test_the_call_picks_the_entry_of_its_layout_and_dtype():
+    dispatcher = Dispatcher(Table([_entry(33, 17, 40, col_b=True), _entry(32, 17, 40, dtype="bf16")]))
+    a, b_col = torch.randn(33, 40, dtype=torch.float16), torch.randn(17, 40, dtype=torch.float16).t()
+    assert dispatcher.choose(a, b_col).rule == EXACT
+    assert dispatcher.choose(a, b_col.contiguous()).rule == DEFAULT  # row-major B: nothing tuned
+    assert dispatcher.choose(a, b_col, torch.float32).rule == DEFAULT  # fp32 output: another variant
+    bf16 = dispatcher.choose(a.bfloat16()[:30], b_col.bfloat16().contiguous())
+    assert (bf16.rule, bf16.tuned_shape, bf16.config) == (M_BUCKET, (32, 17, 40), CONFIG)
+    strided = torch.randn(17, 80, dtype=torch.float16)[:, ::2].t()  # (40, 17) with no unit stride: read row-major
+    assert dispatcher.choose(a, strided).rule == DEFAULT
+
+
+def test_loading_clears_earlier_choices(tmp_path):
+    dispatcher = Dispatcher()
+    a, b = torch.randn(16, 16, dtype=torch.float16), torch.randn(16, 16, dtype=torch.float16)
+    assert dispatcher.choose(a, b).rule == DEFAULT
+    results = tmp_path / "r.yaml"
+    results.write_text("- {M: 16, N: 16, K: 16, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16}\n")
+    dispatcher.load(results)
+    assert dispatcher.choose(a, b).rule == EXACT
+    dispatcher.clear()
+    assert dispatcher.choose(a, b).rule == DEFAULT
+
+
+@pytest.mark.parametrize("a,b,out_dtype,error,message", [
+    (torch.randn(2, 3, 4), torch.randn(4, 5), None, ValueError, "2-D"),
+    (torch.randn(3, 4), torch.randn(5, 6), None, ValueError, "cannot be multiplied"),
+    (torch.randn(3, 4).half(), torch.randn(4, 6).bfloat16(), None, TypeError, "same dtype"),
+    (torch.randn(3, 4).double(), torch.randn(4, 6).double(), None, TypeError, "float64"),
+    (torch.randn(3, 4), torch.randn(4, 6), torch.float16, TypeError, "narrower"),
+])
+def test_bad_calls_are_refused_with_a_message(a, b, out_dtype, error, message):
+    with pytest.raises(error, match=message):
+        Dispatcher().choose(a, b, out_dtype)
+
+
+def test_operands_past_32_bit_offsets_are_refused():
+    def meta(*shape):  # shapes and strides without memory
+        return torch.empty(shape, dtype=torch.float16, device="meta")
+
+    with pytest.raises(ValueError, match="A .* spans 2\\*\\*31 elements"):
+        Dispatcher().choose(meta(3, 2**30), meta(2**30, 1))  # last element of A at 3 * 2**30 - 1
+    with pytest.raises(ValueError, match="C would hold"):
+        Dispatcher().choose(meta(2**16, 8), meta(8, 2**15))
+
+
+def test_cpu_tensors_need_the_interpreter():
+    from runtime import dispatch
+
+    if dispatch.INTERPRETED:
+        pytest.skip("this process runs the interpreter")
+    with pytest.raises(ValueError, match="TRITON_INTERPRET"):
+        Dispatcher().matmul(torch.randn(4, 4), torch.randn(4, 4))
+
+
+def test_the_process_table_starts_from_the_environment(tmp_path, monkeypatch):
+    from runtime import dispatch
+
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("- {M: 16, N: 16, K: 16, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16}\n")
+    second.write_text("- {M: 32, N: 16, K: 16, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16}\n")
+    monkeypatch.setenv(dispatch.RESULTS_ENV, f"{first}:{second}")
+    monkeypatch.setattr(dispatch, "_process_dispatcher", None)
+    assert len(dispatch.process_dispatcher().table) == 2
+    assert dispatch.process_dispatcher() is dispatch.process_dispatcher()
+    monkeypatch.setenv(dispatch.RESULTS_ENV, str(tmp_path / "missing.yaml"))
+    monkeypatch.setattr(dispatch, "_process_dispatcher", None)
+    with pytest.raises(UserError, match="missing.yaml does not exist"):
+        dispatch.process_dispatcher()

@@ -1,0 +1,90 @@
+"""The run-time matmul on the CPU (Triton interpreter): every dtype and layout against float64, tuned (split-K and
+persistent TMA too) and default configs, odd tiny sizes, strided operands, empty shapes, and the custom op under
+torch.compile(fullgraph=True).
+
+The kernels run in one child process (interpreted_matmul.py) where TRITON_INTERPRET is set before Triton loads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prune.device import INTERPRETER_PROFILE
+from tuner.dtypes import DTYPES
+
+HERE = Path(__file__).resolve().parent
+CPU = INTERPRETER_PROFILE.name
+RESULTS = f"""\
+- {{M: 33, N: 17, K: 40, rowMajorA: T, rowMajorB: T, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 16, GROUP_SIZE_M: 2, SPLIT_K: 2, num_warps: 1, num_stages: 1, gpu: {CPU}}}
+- {{M: 33, N: 17, K: 40, rowMajorA: N, rowMajorB: T, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 1, SPLIT_K: 1, num_warps: 1, num_stages: 1, gpu: {CPU}}}
+- {{M: 30, N: 20, K: 50, rowMajorA: T, rowMajorB: N, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, GROUP_SIZE_M: 1, SPLIT_K: 3, num_warps: 1, num_stages: 1, dtype_a: bf16, dtype_b: bf16, dtype_c: bf16, gpu: {CPU}}}
+- {{M: 24, N: 40, K: 33, rowMajorA: N, rowMajorB: N, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 2, SPLIT_K: 1, num_warps: 1, num_stages: 1, dtype_a: fp32, dtype_b: fp32, dtype_c: fp32, gpu: {CPU}}}
+- {{M: 24, N: 40, K: 33, rowMajorA: T, rowMajorB: T, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 16, GROUP_SIZE_M: 1, SPLIT_K: 2, num_warps: 1, num_stages: 1, dtype_c: fp32, gpu: {CPU}}}
+- {{M: 17, N: 9, K: 25, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, gpu: Some Other GPU}}
+- {{M: 70, N: 130, K: 90, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 64, GROUP_SIZE_M: 2, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, gpu: {CPU}}}
+- {{M: 67, N: 129, K: 33, rowMajorA: N, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 64, num_warps: 8, num_stages: 3, PERSISTENT_TMA: 1, EPILOGUE_SUBTILE: 1, dtype_a: bf16, dtype_b: bf16, dtype_c: bf16, gpu: {CPU}}}
+"""
+
+
+def _case(name, M, N, K, dtype="fp16", col_a=False, col_b=False, rule="default", **extra) -> dict:
+    return dict(name=name, M=M, N=N, K=K, dtype=dtype, col_a=col_a, col_b=col_b, rule=rule, **extra)
+
+
+CASES = [
+    _case("tuned fp16 TT split-K", 33, 17, 40, rule="exact"),
+    _case("tuned fp16 NT", 33, 17, 40, col_a=True, rule="exact"),
+    _case("tuned bf16 TN split-K 3", 30, 20, 50, "bf16", col_b=True, rule="exact"),
+    _case("tuned fp32 NN", 24, 40, 33, "fp32", True, True, rule="exact"),
+    _case("tuned fp16 into fp32", 24, 40, 33, out_dtype="fp32", rule="exact"),
+    _case("tuned persistent TMA fp16 TT", 70, 130, 90, rule="exact"),
+    _case("tuned persistent TMA bf16 NN, split epilogue", 67, 129, 33, "bf16", True, True, rule="exact"),
+    _case("m bucket", 40, 17, 40, rule="m_bucket"),
+    _case("all-dimension bucket", 20, 24, 40, "bf16", col_b=True, rule="bucket"),
+    _case("other GPU's entry unused", 17, 9, 25),
+    _case("padded leading dimension", 33, 17, 40, storage_a="padded", rule="exact"),
+    _case("no unit stride: copied", 33, 17, 40, col_a=True, storage_a="strided", rule="exact"),
+    _case("one row, one column", 1, 9, 1, "fp32", True, True),
+    _case("empty M", 0, 5, 7),
+    _case("empty K", 6, 5, 0),
+    *(_case(f"default {dtype} {'N' if col_a else 'T'}{'N' if col_b else 'T'}", 19, 13, 21, dtype, col_a, col_b)
+      for dtype, col_a, col_b in itertools.product(DTYPES, (False, True), (False, True))),
+]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    directory = tmp_path_factory.mktemp("interpreted")
+    (directory / "results.yaml").write_text(RESULTS)
+    (directory / "cases.json").write_text(json.dumps(CASES))
+    run = subprocess.run([sys.executable, str(HERE / "interpreted_matmul.py"), str(directory / "results.yaml"),
+                          str(directory / "cases.json"), str(directory / "out.json")],
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600,
+                         check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads((directory / "out.json").read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_matmul_matches_float64_with_the_expected_config(report, case):
+    result = report[case["name"]]
+    out_dtype = case.get("out_dtype", case["dtype"])
+    assert result["rule"] == case["rule"]
+    assert result["error"] <= DTYPES[case["dtype"]].tolerance, result
+    assert result["shape"] == [case["M"], case["N"]] and result["contiguous"]
+    assert result["dtype"] == str(DTYPES[out_dtype].torch_dtype).removeprefix("torch.")
+
+
+def test_custom_op_under_torch_compile_fullgraph(report):
+    assert report["compiled"]["same_as_eager"] and report["compiled"]["dynamic_same_as_eager"]
+    assert report["compiled"]["error"] <= DTYPES["fp16"].tolerance
+
+
+def test_custom_op_passes_opcheck(report):
+    assert report["opcheck"]["failures"] == {}

@@ -1,0 +1,96 @@
+"""The search flags on the command line (CPU, Triton interpreter): --num_threads / --jobs / --search /
+--time_budget / --quiet, and a kill -9 in the middle of a size, after which the same command resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tuner.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZE = ["-m", "32", "-n", "32", "-k", "32"]
+SPACE = ("BLOCK_SIZE_M: [16, 32]\nBLOCK_SIZE_N: [16, 32]\nBLOCK_SIZE_K: [16, 32]\nGROUP_SIZE_M: [1]\nSPLIT_K: [1]\n"
+         "num_warps: [1]\nnum_stages: [1]\n")
+
+
+@pytest.fixture
+def space(tmp_path) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(SPACE)  # 8 configs for 32x32x32
+    return path
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--num_threads", "0"], "--num_threads must be at least 1, got 0"),
+    (["--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--time_budget", "0"], "--time_budget must be positive (seconds), got 0.0"),
+])
+def test_bad_numbers_are_one_line_errors(capsys, args, message):
+    assert main([*SIZE, "--interpret", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_and_compile_pool_are_checked_by_argparse(capsys):
+    for flag in ("--search", "--compile_pool"):
+        with pytest.raises(SystemExit):
+            main([*SIZE, "--interpret", flag, "fastest"])
+        assert "invalid choice: 'fastest'" in capsys.readouterr().err
+
+
+def test_quiet_halving_run_prints_a_line_per_stage(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "space16.yaml"
+    space.write_text(SPACE.replace("num_stages: [1]", "num_stages: [1, 2]"))  # 16 configs: more than min_keep
+    code = main([*SIZE, "--interpret", "--space", str(space), "--iters", "20", "--warmup", "1", "--search", "halving",
+                 "--jobs", "2", "--quiet", "--compare", "--tuning_results_file", str(tmp_path / "out.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    label = "32x32x32 fp16->fp16 TT"
+    assert re.search(rf"^{label} compile: 16 of 16 configs in [\d.]+ s .*; 0 failed$", out, re.MULTILINE)
+    assert re.search(rf"^{label} time round 0: 16 of 16 configs in .*; 0 failed, 2 launches each$", out, re.MULTILINE)
+    kept = re.search(rf"^{label} time round 1: (\d+) of (\d+) configs in .*; 0 failed$", out, re.MULTILINE)
+    assert kept and kept[1] == kept[2] and 8 <= int(kept[1]) < 16  # the best half, or near-ties of the best
+    assert f"halving: round 0 16 configs x 2 launches, round 1 {kept[1]} configs x 20 launches" in out
+    assert re.search(rf"^{label} compare: 1 of 1 configs", out, re.MULTILINE) and "PASS" in out
+    assert not (tmp_path / "tune_gemm_work").exists()  # the checkpoint went with the recorded size
+
+
+def _timed(checkpoint: Path) -> int:
+    try:
+        return len(json.loads(checkpoint.read_text())["rounds"][0]["times"])
+    except (OSError, ValueError, LookupError):
+        return 0
+
+
+def test_kill_9_in_the_middle_of_a_size_then_the_same_command_resumes(tmp_path, space):
+    command = [sys.executable, str(ROOT / "tune_gemm.py"), *SIZE, "--interpret", "--space", str(space),
+               "--iters", "3", "--warmup", "1", "--quiet", "--tuning_results_file", str(tmp_path / "out.yaml")]
+    checkpoint = tmp_path / "tune_gemm_work" / "checkpoints" / "323232.json"
+    tuner = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _timed(checkpoint) < 3 and tuner.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(tuner.pid, signal.SIGKILL)
+    tuner.wait()
+    done = _timed(checkpoint)
+    assert 3 <= done < 8, "the kill came too late to interrupt anything"
+
+    rerun = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"{done} configs timed before" in rerun.stdout
+    assert re.search(rf"time: {8 - done} of {8 - done} configs", rerun.stdout)  # only the rest was timed
+    assert "tuned 1 size(s), 8 configs timed" in rerun.stdout
+    [entry] = yaml.safe_load((tmp_path / "out.yaml").read_text())
+    assert (entry["M"], entry["N"], entry["K"]) == (32, 32, 32)
+    assert not checkpoint.exists()

@@ -1,0 +1,129 @@
+"""tuner.search end to end on the CPU (Triton interpreter, host timer): halving rounds, --jobs chunks,
+the time budget, and resuming from the checkpoint an interrupted run left."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import problem
+
+from profiling import ProfilerChoice
+from profiling.faults import ENV_VAR
+from prune import prune
+from prune.device import INTERPRETER_PROFILE
+from prune.space import RangeSpace
+from tuner import search
+from tuner.checkpoint import Checkpoint
+from tuner.halving import HalvingPlan
+from tuner.pipeline import SizeFailed, TuneSettings, tune_size
+
+SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16, 32), group_m=(1,), split_k=(1,), num_warps=(1,),
+                   num_stages=(1,))  # 8 configs for 32x32x32
+PROBLEM = problem(32, 32, 32)
+UNCOMPILABLE = "BM32_BN32_BK32_GM1_SK1_nW1_nS1"
+
+
+def _settings(tmp_path, **overrides) -> TuneSettings:
+    fields = {"profiler": ProfilerChoice("host", "host"), "warmup": 1, "iters": 4, "interpret": True,
+              "workdir": tmp_path, "space": SPACE, "config_timeout": 60}
+    return TuneSettings(**{**fields, **overrides})
+
+
+@pytest.fixture(autouse=True)
+def interpreted(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture
+def jobs(monkeypatch) -> list:
+    """Every ChildJob the search starts, run for real."""
+    started = []
+    real = search.run_child
+
+    def recording(job, *args, **kwargs):
+        started.append(job)
+        return real(job, *args, **kwargs)
+
+    monkeypatch.setattr(search, "run_child", recording)
+    return started
+
+
+def _tune(tmp_path, **overrides):
+    return tune_size(PROBLEM, INTERPRETER_PROFILE, _settings(tmp_path, **overrides), compare=False, log=lambda _: None)
+
+
+def test_halving_rounds_shrink_the_field_and_the_winner_is_one_of_the_space(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
+    outcome = _tune(tmp_path, search="halving")
+    rounds = [(r.index, r.warmup, r.iters, r.configs) for r in outcome.searched.rounds]
+    assert rounds == [(0, 1, 1, 8), (1, 1, 2, 4), (2, 1, 4, 2)]  # the final round: the run's warm-up and launches
+    assert [len(job.time_configs) for job in jobs] == [8, 4, 2]
+    assert jobs[0].ready_path and not jobs[1].ready_path  # only the first round waits on the compile stream
+    kept = set(jobs[2].time_configs)
+    assert str(outcome.winner) in kept <= set(jobs[1].time_configs) <= set(jobs[0].time_configs)
+    assert set(outcome.timings["config"]) == kept and [job.iters for job in jobs] == [1, 2, 4]
+    assert outcome.searched.timed == 8 and outcome.matmul_time_us is not None
+
+
+def test_jobs_split_the_configs_into_child_runs(tmp_path, jobs):
+    outcome = _tune(tmp_path, jobs=3)
+    assert [len(job.time_configs) for job in jobs] == [3, 3, 2]
+    assert [job.baseline for job in jobs] == [True, False, False]  # torch.matmul once
+    assert len(outcome.timings) == 8 and all(job.iters == 4 for job in jobs)
+
+
+def _spend_after(monkeypatch, done: int) -> None:
+    """The time budget runs out once `done` configs of round 0 are timed (instead of after so many seconds)."""
+    real = search._Budget.check
+
+    def check(budget):
+        progress = budget.stop_path.parent / "progress0_0.txt"
+        if progress.exists() and progress.read_text().count("done ") >= done:
+            budget.seconds = 0.0
+        real(budget)
+
+    monkeypatch.setattr(search._Budget, "check", check)
+
+
+def test_a_spent_budget_picks_from_what_is_timed_and_a_rerun_resumes_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, f"{UNCOMPILABLE}=compile")
+    with monkeypatch.context() as budget:
+        _spend_after(budget, 3)
+        first = _tune(tmp_path, time_budget=1000.0)
+    timed = set(first.timings["config"])
+    assert 3 <= len(timed) < 7 and str(first.winner) in timed
+    assert "time budget of 1000 s spent" in first.searched.note
+    assert first.checkpoint.exists()  # kept: the size is not recorded (the CLI records, then discards it)
+
+    compiled, resumed = [], []
+    real_stream, real_run = search.compile_stream, search.run_child
+    monkeypatch.setattr(search, "compile_stream",
+                        lambda module, names, *args: compiled.extend(names) or real_stream(module, names, *args))
+    monkeypatch.setattr(search, "run_child", lambda job, *args, **kw: resumed.append(job) or real_run(job, *args, **kw))
+    logged = []
+    second = tune_size(PROBLEM, INTERPRETER_PROFILE, _settings(tmp_path), compare=False, log=logged.append)
+    assert any(f"resuming {first.checkpoint}: {len(timed)} configs timed before" in line for line in logged)
+    rest = set(_space_names()) - timed - {UNCOMPILABLE}
+    assert set(compiled) == rest  # neither the timed configs nor the known compile failure again
+    assert {name for job in resumed for name in job.time_configs} == rest
+    assert set(second.timings["config"]) == timed | rest and second.searched.note is None
+
+
+def _space_names() -> list[str]:
+    return [str(c) for c in prune(PROBLEM, INTERPRETER_PROFILE, SPACE).configs]
+
+
+def test_a_checkpoint_under_other_settings_is_not_resumed(tmp_path):
+    _tune(tmp_path, iters=2)
+    [path] = (tmp_path / "tune_gemm_work" / "checkpoints").glob("*.json")
+    old = Checkpoint.open(tmp_path, PROBLEM.file_tag, {"not": "this run"})
+    assert not old.resumed
+    logged = []
+    tune_size(PROBLEM, INTERPRETER_PROFILE, _settings(tmp_path, iters=3), compare=False, log=logged.append)
+    assert not any("resuming" in line for line in logged)  # 3 launches are not 2: times start over
+    assert path.exists()
+
+
+def test_a_budget_spent_before_anything_is_timed_fails_the_size(tmp_path):
+    # spent at the first look, while the child is still starting: it times nothing
+    with pytest.raises(SizeFailed, match="time budget of 1e-06 s spent before any config was timed"):
+        _tune(tmp_path, time_budget=1e-6)

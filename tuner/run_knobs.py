@@ -1,0 +1,44 @@
+"""The ROCm script's run knobs that need more than argparse: `--o`, `--no_warmup`, `--rotating_tensor`,
+`--init_type`. Each function checks one knob's values against the rest of the command line and returns
+what the run uses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuner.errors import UserError
+
+DEFAULT_RESULTS_FILE = Path("output_tuning.yaml")
+DEFAULT_WARMUP = 5
+INIT_TYPES = ("randn", "hpl", "trig_float", "zeros")  # as gen/matmul_family.py init_values spells them
+ZEROS_WARNING = ("warning: --init_type zeros times kernels on zeros, which flatters them (less switching "
+                 "activity, lower power); correctness checks still use random inputs")
+
+
+def results_file(o: Path | None, tuning_results_file: Path | None) -> Path:
+    """`--o` is the ROCm script's name for `--tuning_results_file`: either, or both when they agree."""
+    if o is not None and tuning_results_file is not None and o != tuning_results_file:
+        raise UserError(f"--o {o} and --tuning_results_file {tuning_results_file} name different results files; "
+                        "give one")
+    return o or tuning_results_file or DEFAULT_RESULTS_FILE
+
+
+def warmup_launches(warmup: int | None, no_warmup: bool) -> int:
+    """Warm-up launches per config: --warmup (default 5), or none with --no_warmup."""
+    if no_warmup and warmup:
+        raise UserError(f"--no_warmup and --warmup {warmup} exclude each other")
+    if no_warmup:
+        return 0
+    return DEFAULT_WARMUP if warmup is None else warmup
+
+
+def rotating_bytes(megabytes: int | None, memory_bytes: int) -> int | None:
+    """`--rotating_tensor MB` in bytes (MB = 2**20 bytes, as the ROCm script counts); None when not given."""
+    if megabytes is None:
+        return None
+    if megabytes < 0:
+        raise UserError(f"--rotating_tensor must be 0 or more (MB), got {megabytes}")
+    if megabytes * 2**20 > memory_bytes:
+        raise UserError(f"--rotating_tensor {megabytes} MB is more than the GPU's {memory_bytes // 2**20} MB")
+    return megabytes * 2**20

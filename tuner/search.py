@@ -1,0 +1,383 @@
+"""The search over one size's configs: compile them, time them in child processes, and pick the fastest.
+
+Compiling and timing overlap: a compile stream (tuner.compile, in a thread of the tuner) reports each
+config as it compiles, and the timing child times configs in that order as they become ready
+(profiling.stream), so the GPU works while the CPU compiles. `--jobs N` splits the configs into N
+chunks, each timed by its own child (ChildJob) as soon as its configs have compiled.
+
+`--search exhaustive` times every config with the run's warm-up and launches. `--search halving` runs
+the rounds of tuner.halving: a short first round over every config, longer rounds over the best
+fraction, the final one with the run's launches. Every round is a checkpoint (tuner.checkpoint): timed
+configs are written there as they come in, so a rerun after an interruption times only the rest.
+`--time_budget S`: once S seconds of a size are spent, no config starts compiling or timing any more,
+and the winner is picked from what was timed.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from profiling.job import ChildJob
+from profiling.postprocess import summarize
+from profiling.runner import ChildFailed, ChildOutcome, run_child
+from profiling.schema import BASELINE_NAME, COLUMNS
+from profiling.stream import ReadyWriter, request_stop
+from prune.device import DeviceProfile
+from tuner.checkpoint import Checkpoint, RoundState, discard, fingerprint
+from tuner.compile import CompileOutcome, add_result, compile_stream
+from tuner.halving import HalvingPlan, RoundSpec, final_times, keep, ranked, round_spec
+from tuner.progress import Stages
+
+if TYPE_CHECKING:
+    from tuner.pipeline import TuneSettings
+    from tuner.problem import GemmProblem
+
+SEARCHES = ("exhaustive", "halving")
+HALVING = HalvingPlan()
+CUPTI_BATCH = 32  # configs per CUPTI profiler session: its start-up and record processing paid once per batch
+_SAVE_SECONDS = 0.5  # checkpoint at most this often while a child runs (and always when it ends)
+_SAVE_SHARE = 0.2  # ... and less often when reading the round's timings takes longer: at most this share of a core
+# Settings that do not change what a time means: a checkpoint written under other values resumes.
+_NOT_IN_KEY = ("keep", "workdir", "config_timeout", "verbose", "num_threads", "jobs", "compile_pool",
+               "time_budget", "precompile")
+
+
+class SearchFailed(Exception):
+    """No config of this size can be timed (all failed to compile, or the child cannot start)."""
+
+
+@dataclass
+class RoundRecord:
+    index: int
+    warmup: int
+    iters: int
+    configs: int  # configs with a time in this round (resumed ones included)
+
+
+@dataclass
+class SearchOutcome:
+    compiled: CompileOutcome  # what this run compiled (configs timed by an earlier run are not)
+    profiled: ChildOutcome  # runtime failures of every round
+    timings: pd.DataFrame  # config, time_us, instances: the winner's round, fastest first
+    matmul_time_us: float | None
+    rounds: list[RoundRecord]
+    timed: int  # configs timed in any round, by this run or the one it resumed
+    seconds: dict[str, float] = field(default_factory=dict)
+    note: str | None = None  # what the time budget cut short, when it did
+
+
+def checkpoint_key(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, module: Path) -> dict:
+    """What must match for an earlier run's times to stand beside this run's (see tuner.checkpoint)."""
+    kept = {f.name: repr(getattr(settings, f.name)) for f in fields(settings) if f.name not in _NOT_IN_KEY}
+    return {"problem": repr(problem), "device": device.name, "settings": kept,
+            "halving": repr(HALVING) if settings.search == "halving" else None,
+            "module": fingerprint(Path(module).read_text())}
+
+
+def timing_job(module: Path, settings: TuneSettings, device: DeviceProfile, csv_path: Path, progress_path: Path,
+               names: list[str], warmup: int, iters: int, baseline: bool, **streaming) -> ChildJob:
+    """A child's job timing `names` (and torch.matmul when `baseline`) with the run's timer and inputs."""
+    external = settings.profiler.external
+    return ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(csv_path),
+                    progress_path=str(progress_path), time_configs=names, baseline=baseline, warmup=warmup,
+                    iters=iters, markers=external is not None, l2_bytes=0 if settings.interpret else device.l2_bytes,
+                    rotating_bytes=settings.rotating_bytes, init_type=settings.init_type,
+                    cache_flush=settings.cache_flush, env=settings.child_env,
+                    batch=CUPTI_BATCH if settings.profiler.timer == "cupti" else 1, **streaming)
+
+
+def chunks(names: list[str], count: int) -> list[list[str]]:
+    """`names` in `count` contiguous chunks of nearly equal size (fewer when there are fewer names)."""
+    size = math.ceil(len(names) / max(1, count)) if names else 1
+    return [names[start:start + size] for start in range(0, len(names), size)]
+
+
+class _Budget:
+    """`--time_budget`: once spent, the children are told to stop and the compile stream is cancelled."""
+
+    def __init__(self, seconds: float | None, stop_path: Path):
+        self.seconds, self.stop_path = seconds, stop_path
+        self.started = time.perf_counter()
+        self.spent = False
+        self.on_spent: list[Callable[[], None]] = []
+
+    def check(self) -> None:
+        if self.spent or self.seconds is None or time.perf_counter() - self.started < self.seconds:
+            return
+        self.spent = True
+        request_stop(self.stop_path)
+        for action in self.on_spent:
+            action()
+
+
+class _CompileStream:
+    """Compiles in a thread of the tuner, writing each result to the ready file the timing child reads."""
+
+    def __init__(self, module: Path, names: list[str], settings: TuneSettings, ready: ReadyWriter, stages: Stages):
+        self.outcome, self.error = CompileOutcome(), None
+        self.cancel = threading.Event()
+        self._args = (module, names, settings, ready, stages)
+        self._thread = threading.Thread(target=self._run, name="compile stream", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        module, names, settings, ready, stages = self._args
+        started = time.perf_counter()
+        results = compile_stream(module, names, settings.num_threads, settings.interpret, settings.compile_pool)
+        try:
+            for result in results:
+                add_result(self.outcome, result)
+                name, reason, _ = result
+                if reason is None:
+                    ready.ready(name)
+                else:
+                    ready.failed(name)
+                stages.advance("compile")
+                if self.cancel.is_set():
+                    break
+        except Exception as error:  # reported by the search once the stream is joined
+            self.error = error
+        finally:
+            results.close()  # stops the workers when cancelled early
+            self.outcome.seconds = time.perf_counter() - started
+            ready.end()
+            stages.finish("compile", f"{len(self.outcome.failed)} failed")
+
+    def join(self) -> CompileOutcome:
+        self._thread.join()
+        if self.error is not None:
+            raise SearchFailed(f"compile stage failed: {type(self.error).__name__}: {self.error}")
+        return self.outcome
+
+
+def _complete_rows(path: Path) -> pd.DataFrame:
+    """The timing CSV's complete lines (a child may be appending the next one)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        data = b""
+    data = data[: data.rfind(b"\n") + 1]
+    if not data:
+        return pd.DataFrame(columns=list(COLUMNS))
+    return pd.read_csv(io.BytesIO(data))
+
+
+class _RoundTimer:
+    """Runs one round's children, keeping its RoundState, the progress bar and the checkpoint up to date
+    while they run (the runner calls it every few milliseconds), and watching the time budget."""
+
+    def __init__(self, state: RoundState, checkpoint: Checkpoint, stages: Stages, stage: str, budget: _Budget,
+                 statistic: str):
+        self.state, self.checkpoint, self.stages, self.stage = state, checkpoint, stages, stage
+        self.budget, self.statistic = budget, statistic
+        self.compile_failed: dict[str, str] = {}  # the compile stream's failures, saved with the checkpoint
+        self.failed: dict[str, str] = {}
+        self.restarts, self.seconds, self.post_seconds = 0, 0.0, 0.0
+        self._job: ChildJob | None = None
+        self._offset, self._done, self._saved, self._interval = 0, set(), time.perf_counter(), _SAVE_SECONDS
+
+    def run(self, job: ChildJob, scratch: Path, settings: TuneSettings, log) -> None:
+        self._job, self._offset, self._done = job, 0, set()
+        started = time.perf_counter()
+        try:
+            outcome = run_child(job, scratch, settings.interpret, settings.config_timeout,
+                                log if settings.verbose else None, settings.profiler.external, watch=self.watch)
+        except ChildFailed as failure:
+            raise SearchFailed(str(failure)) from None
+        self.seconds += time.perf_counter() - started
+        self.failed.update(outcome.failed)
+        self.restarts += outcome.restarts
+        self._absorb(set(job.time_configs) - set(outcome.failed), outcome.failed)
+
+    def watch(self) -> None:
+        for event, name, reason in self._read_progress():
+            if name == BASELINE_NAME:
+                continue
+            self.stages.advance(self.stage)
+            if event == "done":
+                self._done.add(name)
+            else:
+                self.state.failed[name] = reason
+        if self._done and time.perf_counter() - self._saved >= self._interval:
+            self._absorb(self._done, {})
+        self.budget.check()
+
+    def _read_progress(self) -> list[tuple[str, str, str]]:
+        try:
+            with open(self._job.progress_path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        data = data[: data.rfind(b"\n") + 1]
+        self._offset += len(data)
+        events = []
+        for line in data.decode(errors="replace").splitlines():
+            event, _, rest = line.partition(" ")
+            name, _, reason = rest.partition(" ")
+            if event in ("done", "fail"):
+                events.append((event, name, reason))
+        return events
+
+    def _absorb(self, names: set[str], failed: dict[str, str]) -> None:
+        """Times of `names` (those with rows) and the failures into the round's state, then the checkpoint."""
+        started = time.perf_counter()
+        table = summarize(_complete_rows(Path(self._job.csv_path)), self._job.warmup, self.statistic)
+        for row in table.itertuples():
+            if row.config == BASELINE_NAME:
+                self.state.matmul_us = float(row.time_us)
+            elif row.config in names:
+                self.state.times[row.config] = float(row.time_us)
+                self.state.instances[row.config] = int(row.instances)
+        self.state.failed.update(failed)
+        self.checkpoint.compile_failed.update(dict(self.compile_failed))
+        self.checkpoint.save()
+        self._done -= names
+        self._saved = time.perf_counter()
+        self._interval = max(_SAVE_SECONDS, (self._saved - started) / _SAVE_SHARE)
+        self.post_seconds += self._saved - started
+
+
+class _Search:
+    def __init__(self, module: Path, names: list[str], scratch: Path, settings: TuneSettings,
+                 device: DeviceProfile, checkpoint: Checkpoint, stages: Stages, log):
+        self.module, self.names, self.scratch, self.settings = module, names, scratch, settings
+        self.device, self.checkpoint, self.stages, self.log = device, checkpoint, stages, log
+        self.budget = _Budget(settings.time_budget, scratch / "stop")
+        self.compiled = CompileOutcome()
+        self.failed: dict[str, str] = {}
+        self.restarts, self.seconds = 0, {"compile": 0.0, "profile": 0.0, "post-process": 0.0}
+
+    def spec(self, index: int, field_size: int) -> RoundSpec:
+        if self.settings.search == "exhaustive":
+            return RoundSpec(index, self.settings.warmup, self.settings.iters, final=True)
+        return round_spec(HALVING, index, field_size, self.settings.warmup, self.settings.iters)
+
+    def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None) -> ChildJob:
+        return timing_job(self.module, self.settings, self.device, self.scratch / f"round{spec.index}.csv",
+                          self.scratch / f"progress{spec.index}_{chunk}.txt", names, spec.warmup, spec.iters,
+                          baseline, ready_path=str(ready or ""), stop_path=str(self.budget.stop_path))
+
+    def timer(self, spec: RoundSpec, state: RoundState, todo: list[str]) -> _RoundTimer:
+        stage = "time" if self.settings.search == "exhaustive" else f"time round {spec.index}"
+        self.stages.start(stage, len(todo))
+        return _RoundTimer(state, self.checkpoint, self.stages, stage, self.budget, self.settings.statistic)
+
+    def finish(self, timer: _RoundTimer, spec: RoundSpec, state: RoundState) -> None:
+        self.failed.update(timer.failed)
+        self.restarts += timer.restarts
+        self.seconds["profile"] += timer.seconds
+        self.seconds["post-process"] += timer.post_seconds
+        state.complete = not self.budget.spent
+        self.checkpoint.save()
+        spent = "; time budget spent" if self.budget.spent else ""
+        self.stages.finish(timer.stage, f"{len(timer.failed)} failed{spent}"
+                           f"{'' if spec.final else f', {spec.iters} launches each'}")
+
+    def first_round(self, spec: RoundSpec) -> None:
+        """Round 0 over every config, each timed as soon as it has compiled."""
+        state = self.checkpoint.round(0, spec.warmup, spec.iters)
+        todo = [n for n in self.names if n not in state.finished() and n not in self.checkpoint.compile_failed]
+        if todo:
+            self.stream_round(spec, state, todo)
+        else:  # an earlier run timed it all
+            state.complete = True
+        if not state.times and set(self.names) <= set(self.checkpoint.compile_failed):
+            reasons = pd.Series(list(self.checkpoint.compile_failed.values())).value_counts()
+            discard(self.checkpoint.path)  # nothing to resume: a rerun tries again
+            raise SearchFailed(f"all {len(self.names)} configs failed to compile; most often: {reasons.index[0]}")
+
+    def stream_round(self, spec: RoundSpec, state: RoundState, todo: list[str]) -> None:
+        timer = self.timer(spec, state, todo)
+        ready, stream = None, None
+        if self.settings.precompile:
+            ready = self.scratch / "ready.txt"
+            self.stages.start("compile", len(todo))
+            stream = _CompileStream(self.module, todo, self.settings, ReadyWriter(ready), self.stages)
+            self.budget.on_spent.append(stream.cancel.set)
+            timer.compile_failed = stream.outcome.failed
+        else:  # --no_warmup: no compile stage, each config compiles on its first launch in the child
+            self.compiled = CompileOutcome(compiled=list(todo))
+        try:
+            for number, chunk in enumerate(chunks(todo, self.settings.jobs)):
+                if self.budget.spent:
+                    break
+                timer.run(self.job(spec, number, chunk, number == 0 and state.matmul_us is None, ready),
+                          self.scratch, self.settings, self.log)
+        except BaseException:  # the size fails or the run is interrupted: no compiling on for nothing
+            if stream is not None:
+                stream.cancel.set()
+            raise
+        if stream is not None:
+            self.compiled = stream.join()
+            self.seconds["compile"] = self.compiled.seconds
+            self.checkpoint.compile_failed.update(self.compiled.failed)
+        self.finish(timer, spec, state)
+
+    def later_round(self, spec: RoundSpec, field_names: list[str]) -> None:
+        state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
+        todo = [n for n in field_names if n not in state.finished()]
+        if not todo:
+            state.complete = True
+            return
+        timer = self.timer(spec, state, todo)
+        timer.run(self.job(spec, 0, todo, state.matmul_us is None, None), self.scratch, self.settings, self.log)
+        self.finish(timer, spec, state)
+
+    def run(self) -> SearchOutcome:
+        if self.checkpoint.resumed:
+            self.log(f"resuming {self.checkpoint.path}: {self.checkpoint.timed()} configs timed before")
+        field_names, index, records = self.names, 0, []
+        while True:
+            spec = self.spec(index, len(field_names))
+            if index == 0:
+                self.first_round(spec)
+            else:
+                self.later_round(spec, field_names)
+            state = self.checkpoint.round(index, spec.warmup, spec.iters)
+            records.append(RoundRecord(index, spec.warmup, spec.iters, len(state.times)))
+            if spec.final or self.budget.spent or not state.complete:
+                break
+            field_names, index = keep(state.times, HALVING), index + 1
+        return self.outcome(records)
+
+    def outcome(self, records: list[RoundRecord]) -> SearchOutcome:
+        rounds = self.checkpoint.rounds
+        times = final_times([state.times for state in rounds])
+        if not times and self.budget.spent:
+            raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed")
+        if not times:
+            discard(self.checkpoint.path)  # every config failed: nothing to resume, a rerun tries again
+            raise SearchFailed("no config produced a timing")
+        state = next((s for s in reversed(rounds) if s.times is times), rounds[-1])
+        order = ranked(times)
+        table = pd.DataFrame({"config": order, "time_us": [times[n] for n in order],
+                              "instances": [state.instances.get(n, 0) for n in order]})
+        matmul = next((s.matmul_us for s in reversed(rounds) if s.matmul_us is not None), None)
+        note = None
+        if self.budget.spent:
+            note = (f"time budget of {self.settings.time_budget:g} s spent: winner picked from the {len(times)} "
+                    f"configs timed in round {rounds.index(state)} ({self.checkpoint.timed()} of "
+                    f"{len(self.names)} configs timed in all)")
+        if self.settings.search == "halving":
+            self.log("halving: " + ", ".join(f"round {r.index} {r.configs} configs x {r.iters} launches"
+                                             for r in records))
+        return SearchOutcome(self.compiled, ChildOutcome(failed=self.failed, restarts=self.restarts), table, matmul,
+                             records, self.checkpoint.timed(), self.seconds, note)
+
+
+def run_search(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,
+               checkpoint: Checkpoint, stages: Stages, log=print) -> SearchOutcome:
+    """Compile and time `names` (configs of `module`) as `settings.search` says; see the module docstring."""
+    if settings.search not in SEARCHES:
+        raise ValueError(f"search must be one of {SEARCHES}, got {settings.search!r}")
+    return _Search(module, names, scratch, settings, device, checkpoint, stages, log).run()
