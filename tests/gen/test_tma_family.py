@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 
 import pytest
 import torch
-
 from helpers import problem
+
 from gen import render, write_module
+from gen.loader import load_module
 from prune.config import Config
 
 TMA_CONFIGS = [
@@ -19,12 +19,6 @@ TMA_CONFIGS = [
 ]
 PLAIN = Config(16, 16, 16)
 
-
-def _import(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_tma_family_is_inlined_only_when_a_config_needs_it():
@@ -49,7 +43,7 @@ def test_tma_family_is_inlined_only_when_a_config_needs_it():
     (65, 64, 16, True, False),
 ])
 def test_tma_configs_match_float64(tmp_path, interpreter_env, dtype, M, N, K, col_a, col_b):
-    module = _import(write_module(problem(M, N, K, dtype, col_a, col_b), [PLAIN, *TMA_CONFIGS], tmp_path))
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), [PLAIN, *TMA_CONFIGS], tmp_path))
     for name, launcher in module.LAUNCHERS.items():
         error = module.check_config(launcher, module.PROBLEM, "cpu", seed=5)
         assert error <= module.PROBLEM.tolerance, (name, error)
@@ -59,7 +53,7 @@ def test_tma_configs_add_the_bias(tmp_path, interpreter_env):
     from dataclasses import replace
 
     p = replace(problem(70, 130, 90), bias=True)
-    module = _import(write_module(p, TMA_CONFIGS, tmp_path))
+    module = load_module(write_module(p, TMA_CONFIGS, tmp_path))
     for name, launcher in module.LAUNCHERS.items():
         a, b, c, bias = module.make_operands(module.PROBLEM, "cpu", seed=2)
         c.fill_(float("nan"))
@@ -69,7 +63,7 @@ def test_tma_configs_add_the_bias(tmp_path, interpreter_env):
 
 
 def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp_path):
-    module = _import(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
+    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     aligned = torch.randn(64, 64).half()
     assert module.tma_view(aligned) is aligned
     odd = torch.randn(64, 65).half()[:, :63]  # row stride 65 halves = 130 bytes

@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 import torch
-
 from helpers import problem
+
 from gen import generated_filename, render, write_module
+from gen.loader import load_module
 from gen.naming import config_of_kernel, kernel_name, reduce_kernel_name
 from prune.config import Config
 
 CONFIGS = [Config(16, 16, 16, 1, 1, 1, 1), Config(32, 16, 32, 2, 2, 1, 2), Config(16, 32, 16, 1, 4, 2, 1)]
 
-
-def _import(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_file_name_follows_the_seed():
@@ -54,7 +48,7 @@ def test_render_refuses_an_empty_config_list():
 @pytest.mark.parametrize("col_a,col_b", [(False, False), (True, False), (False, True), (True, True)])
 def test_every_config_matches_float64_at_an_odd_size(tmp_path, interpreter_env, dtype, col_a, col_b):
     p = problem(33, 17, 40 if not col_a else 64, dtype, col_a, col_b)  # K=40: masked K loop; 64: split K
-    module = _import(write_module(p, CONFIGS, tmp_path))
+    module = load_module(write_module(p, CONFIGS, tmp_path))
     assert set(module.LAUNCHERS) == {str(c) for c in CONFIGS}
     for name, launcher in module.LAUNCHERS.items():
         error = module.check_config(launcher, module.PROBLEM, "cpu", seed=3)
@@ -62,7 +56,7 @@ def test_every_config_matches_float64_at_an_odd_size(tmp_path, interpreter_env, 
 
 
 def test_check_config_catches_an_unwritten_output(tmp_path, interpreter_env):
-    module = _import(write_module(problem(32, 32, 32), CONFIGS[:1], tmp_path))
+    module = load_module(write_module(problem(32, 32, 32), CONFIGS[:1], tmp_path))
     assert module.check_config(lambda a, b, c: c, module.PROBLEM, "cpu") == float("inf")  # left poisoned
     assert module.check_config(lambda a, b, c: c.copy_(a @ b * 1.1), module.PROBLEM, "cpu") > 0.05
 
@@ -76,7 +70,7 @@ def test_generated_file_runs_standalone(tmp_path):
 
 def test_split_k_partials_are_summed(tmp_path, interpreter_env):
     p = problem(16, 16, 128)
-    module = _import(write_module(p, [Config(16, 16, 16, 1, 8, 1, 1)], tmp_path))
+    module = load_module(write_module(p, [Config(16, 16, 16, 1, 8, 1, 1)], tmp_path))
     a, b, c = module.make_operands(module.PROBLEM, "cpu")
     module.LAUNCHERS[str(Config(16, 16, 16, 1, 8, 1, 1))](a, b, c)
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-2)

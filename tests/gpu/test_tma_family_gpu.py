@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 
 import pytest
 import torch
-
 from helpers import problem
+
 from gen import write_module
+from gen.loader import load_module
 from prune.config import Config
 
 pytestmark = [
@@ -25,12 +25,6 @@ CONFIGS = [
 ]
 
 
-def _import(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])  # the rules keep the family to 16-bit inputs
 @pytest.mark.parametrize("M,N,K,col_a,col_b", [
@@ -40,7 +34,7 @@ def _import(path):
     (777, 2048, 512, False, True),
 ])
 def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
-    module = _import(write_module(problem(M, N, K, dtype, col_a, col_b), CONFIGS, tmp_path))
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), CONFIGS, tmp_path))
     ahead = {}
     for name, launcher in module.LAUNCHERS.items():
         try:
@@ -56,7 +50,7 @@ def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
 
 def test_bias_on_gpu(tmp_path):
     p = replace(problem(1000, 1024, 512), bias=True)
-    module = _import(write_module(p, CONFIGS[:2], tmp_path))
+    module = load_module(write_module(p, CONFIGS[:2], tmp_path))
     for launcher in module.LAUNCHERS.values():
         a, b, c, bias = module.make_operands(module.PROBLEM, "cuda", seed=1)
         c.fill_(float("nan"))
@@ -69,7 +63,7 @@ def test_cupti_counts_the_padding_copies(tmp_path):
     from profiling.backends import CuptiTimer
     from profiling.schema import per_launch_totals
 
-    module = _import(write_module(problem(4095, 4097, 1023), CONFIGS[:1], tmp_path))
+    module = load_module(write_module(problem(4095, 4097, 1023), CONFIGS[:1], tmp_path))
     (name, launcher), = module.LAUNCHERS.items()
     a, b, c = module.make_operands(module.PROBLEM, "cuda")
     rows = CuptiTimer().measure(name, lambda i: launcher(a, b, c), 6)
