@@ -7,6 +7,7 @@ as @triton.autotune over that list would pick; reporting/tutorial.py).
 Every column is timed with triton.testing.do_bench (median; it flushes L2 between runs).
 
     python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv --png bench.png
+    python benchmarks/bench_gemm.py tuned.yaml --tune ../shared/bench_sizes.yaml --png b.png -- --search halving
     python benchmarks/bench_gemm.py output_tuning.yaml --csv report/bench.csv   # then tune_gemm --report report
 """
 
@@ -86,12 +87,32 @@ def bench_entry(problem: GemmProblem, config, workdir: Path) -> tuple[dict[str, 
     return times, tutorial
 
 
+def _split_at_dashes(argv: list[str]) -> tuple[list[str], str, list[str]]:
+    """(this script's arguments, "--", the tuner's arguments)."""
+    if "--" not in argv:
+        return argv, "", []
+    cut = argv.index("--")
+    return argv[:cut], "--", argv[cut + 1:]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="a tune_gemm results file")
+    parser.add_argument("results", type=Path,
+                        help="a tune_gemm results file; with --tune, where the tuning writes its results")
+    parser.add_argument("--tune", type=Path, metavar="SIZES",
+                        help="tune every size of this sizes file first (tune_gemm --compare, sizes already in "
+                             "RESULTS are kept), then benchmark; arguments after -- go to tune_gemm")
     parser.add_argument("--csv", type=Path, help="write the table as CSV too")
     parser.add_argument("--png", type=Path, help="write a bar chart of TFLOP/s per shape and column")
-    args = parser.parse_args()
+    own, _, tuner_args = _split_at_dashes(sys.argv[1:])
+    args = parser.parse_args(own)
+    if args.tune:
+        from tuner.cli import main as tune_gemm
+
+        code = tune_gemm(["--gemm_size_file", str(args.tune), "--tuning_results_file", str(args.results), "--compare",
+                          *tuner_args])
+        if code:
+            print(f"bench_gemm: tuning exited {code}; benchmarking what was recorded", file=sys.stderr)
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
