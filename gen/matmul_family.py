@@ -55,7 +55,16 @@ def add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS: tl.constexpr):
     column of row m when HAS_BIAS; unchanged otherwise. Rows past M read 0 (their store is masked)."""
     if HAS_BIAS:
         bias = tl.load(bias_ptr + offs_m * stride_bias, mask=offs_m < M, other=0.0)
-        acc = acc + bias.to(tl.float32)[:, None]
+        acc = acc + bias.to(acc.dtype)[:, None]
+    return acc
+
+
+@triton.jit
+def apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES: tl.constexpr):
+    """fp8 epilogue, after the K loop and before the bias: the fp32 tile times A's and B's per-tensor scales
+    (one fp32 each), so C = (scale_a A) @ (scale_b B) as torch._scaled_mm computes it."""
+    if HAS_SCALES:
+        acc = acc * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
     return acc
 
 
@@ -73,13 +82,15 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
 
 @triton.jit
 def matmul_tile(
-    a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+    a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+    HAS_SCALES: tl.constexpr,
 ):
-    """One output tile of C = A @ B (+ bias); with SPLIT_K > 1, one K slice's fp32 partial tile (slice
-    stride_cs), without the bias: the reduction kernel adds it once."""
+    """One output tile of C = A @ B (+ bias), times the fp8 scales when HAS_SCALES; with SPLIT_K > 1, one
+    K slice's unscaled partial tile (fp32, int32 for int8; slice stride_cs), without the bias: the
+    reduction kernel scales and adds it once."""
     pid_k = tl.program_id(axis=1)
     pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_SIZE_M), tl.cdiv(N, BLOCK_SIZE_N),
                                 GROUP_SIZE_M)
@@ -94,7 +105,8 @@ def matmul_tile(
     a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
 
-    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    acc_dtype = tl.float32 if a_ptr.type.element_ty != tl.int8 else tl.int32  # int8 dots accumulate exactly
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K * SPLIT_K)):
         if EVEN_K:
             a = tl.load(a_ptrs)
@@ -103,14 +115,16 @@ def matmul_tile(
             k_left = K - k * BLOCK_SIZE_K * SPLIT_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        if UPCAST_DOT_OPERANDS:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
+        if UPCAST_DOT_OPERANDS:  # noqa: SIM102 - a constexpr alone: compiled kernels drop the whole block
+            if acc_dtype == tl.float32:  # the interpreter's int8 dot is exact (and takes no int32 operands)
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
 
     if SPLIT_K == 1:
+        acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
         acc = add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
     c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
@@ -118,17 +132,19 @@ def matmul_tile(
 
 @triton.jit
 def splitk_reduce_tile(
-    p_ptr, c_ptr, bias_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn, stride_bias,
-    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
+    p_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn,
+    stride_bias, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr,
 ):
-    """Sum the SPLIT_K fp32 partial tiles (plus the bias, once) into C, in C's dtype."""
+    """Sum the SPLIT_K partial tiles (fp32, or int32 for int8), scale the sum (fp8) and add the bias, once,
+    into C, in C's dtype."""
     offs_m = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
     offs_n = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     p_ptrs = p_ptr + offs_m[:, None] * stride_pm + offs_n[None, :] * stride_pn
-    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=p_ptr.type.element_ty)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(p_ptrs + s * stride_ps, mask=mask, other=0.0)
+    acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
     acc = add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
              mask=mask)
@@ -138,23 +154,32 @@ def _grid(config: TileConfig, M: int, N: int) -> tuple:
     return (triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N), config.SPLIT_K)
 
 
-def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None):
-    """C = A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any strides."""
+def partial_dtype(dtype_c):
+    """Element type of split-K partial tiles: fp32, or int32 for an integer output (exact sums)."""
+    return torch.float32 if dtype_c.is_floating_point else torch.int32
+
+
+def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
+    """C = scale_a scale_b A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any
+    strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither."""
     M, K = a.shape
     N = b.shape[1]
     has_bias = bias is not None
+    has_scales = scale_a is not None
     bias_stride = bias.stride(0) if has_bias else 0
-    out = c if config.SPLIT_K == 1 else torch.empty((config.SPLIT_K, M, N), dtype=torch.float32, device=c.device)
+    out = c if config.SPLIT_K == 1 else torch.empty((config.SPLIT_K, M, N), dtype=partial_dtype(c.dtype),
+                                                    device=c.device)
     slice_stride = 0 if config.SPLIT_K == 1 else out.stride(0)
     kernel[_grid(config, M, N)](
-        a, b, out, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(-2), out.stride(-1),
-        slice_stride, bias_stride, EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias,
+        a, b, out, bias, scale_a, scale_b, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        out.stride(-2), out.stride(-1), slice_stride, bias_stride,
+        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias, HAS_SCALES=has_scales,
         num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
     )
     if config.SPLIT_K > 1:
         reduce_kernel[(triton.cdiv(M, REDUCE_BLOCK.value), triton.cdiv(N, REDUCE_BLOCK.value))](
-            out, c, bias, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0), c.stride(1), bias_stride,
-            HAS_BIAS=has_bias)
+            out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),
+            c.stride(1), bias_stride, HAS_BIAS=has_bias, HAS_SCALES=has_scales)
     return c
 
 
@@ -170,19 +195,21 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
         return {}
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
-    out_dtype = problem.dtype_c if config.SPLIT_K == 1 else torch.float32
+    out_dtype = problem.dtype_c if config.SPLIT_K == 1 else partial_dtype(problem.dtype_c)
     out_strides = (N, 1, 0) if config.SPLIT_K == 1 else (N, 1, M * N)
     bias, bias_stride = (mock(problem.dtype_c), 1) if problem.bias else (None, 0)  # as launch() passes them
+    scaled = is_fp8(problem.dtype_a)
+    scales = (mock(torch.float32), mock(torch.float32)) if scaled else (None, None)
     compiled = kernel.warmup(
-        mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, M, N, K,
+        mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, *scales, M, N, K,
         *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides, bias_stride,
-        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=problem.bias,
+        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N), **dict(config.options),
     )
     compiled._init_handles()  # loads the binary: raises OutOfResources when it cannot run
     if config.SPLIT_K > 1:
-        reduce_kernel.warmup(mock(torch.float32), mock(problem.dtype_c), bias, M, N, M * N, N, 1, N, 1, bias_stride,
-                             HAS_BIAS=problem.bias, grid=(1, 1))._init_handles()
+        reduce_kernel.warmup(mock(out_dtype), mock(problem.dtype_c), bias, *scales, M, N, M * N, N, 1, N, 1,
+                             bias_stride, HAS_BIAS=problem.bias, HAS_SCALES=scaled, grid=(1, 1))._init_handles()
     return {"registers": compiled.n_regs, "spills": compiled.n_spills, "shared_bytes": compiled.metadata.shared}
 
 
@@ -200,26 +227,55 @@ def init_values(shape: tuple, init_type: str, generator, device):
     raise ValueError(f"unknown init_type {init_type!r}")
 
 
+INT_RANGE = 127  # integer operands (and the int32 bias) take values in [-127, 127]: int8's range
+
+
+def is_fp8(dtype) -> bool:
+    return dtype.is_floating_point and dtype.itemsize == 1
+
+
+def quantize(values, dtype) -> tuple:
+    """(values in `dtype`, their per-tensor fp32 scale or None). fp8: the values divided by a scale that maps
+    their largest magnitude onto the type's largest finite value, so that they use its whole range (one scale
+    per tensor, as torch._scaled_mm takes); integers: the values spread over [-INT_RANGE, INT_RANGE] and
+    rounded, no scale (the kernel has none for them); other types: the values cast."""
+    if dtype.is_floating_point and not is_fp8(dtype):
+        return values.to(dtype), None
+    peak = values.abs().max().clamp(min=torch.finfo(torch.float32).tiny)  # zeros stay zeros
+    if is_fp8(dtype):
+        scale = (peak / torch.finfo(dtype).max).reshape(1)
+        return (values / scale).to(dtype), scale
+    return (values * (INT_RANGE / peak)).round().to(dtype), None
+
+
 def make_operand(rows: int, cols: int, column_major: bool, dtype, device, generator, init_type: str = "randn"):
-    """A (rows, cols) matrix filled as `init_type` says, stored column-major when asked."""
-    values = init_values((cols, rows) if column_major else (rows, cols), init_type, generator, device).to(dtype)
-    return values.t() if column_major else values
+    """(a (rows, cols) matrix filled as `init_type` says, stored column-major when asked; its scale or None)."""
+    values, scale = quantize(init_values((cols, rows) if column_major else (rows, cols), init_type, generator, device),
+                             dtype)
+    return (values.t() if column_major else values), scale
 
 
 def make_operands(problem: Problem, device, seed: int = 0, init_type: str = "randn") -> tuple:
-    """The launcher's arguments: (a, b, c), and the bias vector (M values, C's dtype) when the problem has one."""
+    """The launcher's arguments: (a, b, c), then the bias vector (M values, C's dtype) when the problem has one;
+    fp8 inputs: always (a, b, c, bias or None, scale_a, scale_b)."""
     generator = torch.Generator(device=device).manual_seed(seed)
-    a = make_operand(problem.M, problem.K, problem.col_a, problem.dtype_a, device, generator, init_type)
-    b = make_operand(problem.K, problem.N, problem.col_b, problem.dtype_b, device, generator, init_type)
+    a, scale_a = make_operand(problem.M, problem.K, problem.col_a, problem.dtype_a, device, generator, init_type)
+    b, scale_b = make_operand(problem.K, problem.N, problem.col_b, problem.dtype_b, device, generator, init_type)
     c = torch.empty((problem.M, problem.N), dtype=problem.dtype_c, device=device)
-    if not problem.bias:
-        return a, b, c
-    return a, b, c, init_values((1, problem.M), init_type, generator, device)[0].to(problem.dtype_c)
+    bias = quantize(init_values((1, problem.M), init_type, generator, device)[0], problem.dtype_c)[0] if (
+        problem.bias) else None
+    if scale_a is not None:
+        return a, b, c, bias, scale_a, scale_b
+    return (a, b, c) if bias is None else (a, b, c, bias)
 
 
-def relative_error(c, a, b, bias=None) -> float:
-    """||C - R|| / ||R|| with R = A@B (+ bias[m] on row m) computed in float64; NaN anywhere in C gives inf."""
-    reference = a.double() @ b.double()
+def relative_error(c, a, b, bias=None, scale_a=None, scale_b=None) -> float:
+    """||C - R|| / ||R|| with R = A@B (+ bias[m] on row m) computed in float64 from the dequantized inputs
+    (A times scale_a, B times scale_b, when given); NaN anywhere in C gives inf."""
+    a, b = a.double(), b.double()
+    if scale_a is not None:
+        a, b = a * scale_a.double(), b * scale_b.double()
+    reference = a @ b
     if bias is not None:
         reference += bias.double()[:, None]
     result = c.double()
@@ -228,14 +284,20 @@ def relative_error(c, a, b, bias=None) -> float:
     return (torch.linalg.norm(result - reference) / torch.linalg.norm(reference)).item()
 
 
+def poison(c) -> None:
+    """Fill C with values no kernel computes, so that an element left unwritten fails the check: NaN, or the
+    most negative integer for an integer C (far outside any product of INT_RANGE values)."""
+    c.fill_(float("nan") if c.dtype.is_floating_point else torch.iinfo(c.dtype).min)
+
+
 def check_config(launcher, problem: Problem, device, seed: int = 0) -> float:
-    """Run one launcher on fresh random inputs with C poisoned (NaN) first; returns the relative error.
+    """Run one launcher on fresh random inputs with C poisoned first; returns the relative error.
 
     The inputs are always randn, whatever init_type the timing used: on zeros any kernel passes."""
-    a, b, c, *bias = make_operands(problem, device, seed)  # bias: [] or [the bias vector]
-    c.fill_(float("nan"))
-    launcher(a, b, c, *bias)
-    return relative_error(c, a, b, *bias)
+    a, b, c, *extra = make_operands(problem, device, seed)  # extra: [], [bias] or [bias or None, scale_a, scale_b]
+    poison(c)
+    launcher(a, b, c, *extra)
+    return relative_error(c, a, b, *extra)
 
 
 def test_gemm(launchers: dict, problem: Problem, device, time_kernels: bool) -> int:

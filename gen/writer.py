@@ -37,21 +37,23 @@ _KERNEL = Template('''
 
 # ---- $config_name ------------------------------------------------------------
 @triton.jit
-def $kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-            stride_cn, stride_cs, stride_bias, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr):
-    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N,
-                BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K, EVEN_K=EVEN_K,
-                HAS_BIAS=HAS_BIAS)
+def $kernel(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+            stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+            HAS_SCALES: tl.constexpr):
+    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M,
+                BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K,
+                EVEN_K=EVEN_K, HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES)
 ''')
 
 _REDUCE_KERNEL = Template('''
 
 @triton.jit
-def $reduce_kernel(p_ptr, c_ptr, bias_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn, stride_bias,
-                   HAS_BIAS: tl.constexpr):
-    splitk_reduce_tile(p_ptr, c_ptr, bias_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn,
-                       stride_bias, SPLIT_K=$SPLIT_K, BLOCK=REDUCE_BLOCK, HAS_BIAS=HAS_BIAS)
+def $reduce_kernel(p_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm,
+                   stride_cn, stride_bias, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    splitk_reduce_tile(p_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_ps, stride_pm, stride_pn,
+                       stride_cm, stride_cn, stride_bias, SPLIT_K=$SPLIT_K, BLOCK=REDUCE_BLOCK, HAS_BIAS=HAS_BIAS,
+                       HAS_SCALES=HAS_SCALES)
 ''')
 
 _LAUNCHER = Template('''
@@ -61,8 +63,8 @@ CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK
                                  num_stages=$num_stages$options)
 
 
-def $launcher(a, b, c, bias=None):
-    return launch($kernel, $reduce_ref, CONFIG_$config_name, a, b, c, bias)
+def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
+    return launch($kernel, $reduce_ref, CONFIG_$config_name, a, b, c, bias, scale_a, scale_b)
 
 
 def $compiler():

@@ -16,13 +16,14 @@ from pathlib import Path
 
 from gen.loader import load_module
 from gen.naming import kernel_name
-from profiling.job import ChildJob
-from prune.config import Config
-from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
 from profiling.backends import TIMERS, Session, no_flush
+from profiling.baselines import baseline_for
 from profiling.cache_flush import CacheFlush
 from profiling.faults import injected_faults, trigger
+from profiling.job import ChildJob
+from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
 from profiling.stream import config_batches
+from prune.config import Config
 
 MAX_ROTATING_SETS = 32
 
@@ -50,7 +51,7 @@ def _set_count(job: ChildJob, bytes_per_set: int, free_bytes: int) -> int:
 def _operand_sets(module, job: ChildJob, device: str) -> list:
     problem = module.PROBLEM
     first = module.make_operands(problem, device, seed=job.seed, init_type=job.init_type)
-    bytes_per_set = sum(t.numel() * t.element_size() for t in first)
+    bytes_per_set = sum(t.numel() * t.element_size() for t in first if t is not None)  # fp8 without bias: None
     free_bytes = 0
     if device == "cuda":
         import torch
@@ -59,17 +60,6 @@ def _operand_sets(module, job: ChildJob, device: str) -> list:
     count = _set_count(job, bytes_per_set, free_bytes)
     return [first] + [module.make_operands(problem, device, seed=job.seed + i, init_type=job.init_type)
                       for i in range(1, count)]
-
-
-def _baseline(operands: tuple) -> None:
-    """torch.matmul on one operand set, with the bias added the way torch adds it when there is one."""
-    import torch
-
-    a, b, c, *bias = operands
-    if bias:
-        torch.addmm(bias[0][:, None], a, b, out=c)
-    else:
-        torch.matmul(a, b, out=c)
 
 
 # Exit code of a child whose GPU context a kernel ruined (sticky CUDA error): the runner starts a new one.
@@ -192,10 +182,11 @@ def run(job: ChildJob) -> int:
         return per_launch_totals(session.rows[subject], subject)
 
     def time_baseline() -> None:
+        baseline = baseline_for(sets)  # before the markers: fallbacks dequantize here
         begin, end = _marker_kernels() if job.markers else (None, None)
         if begin:
             begin[(1,)]()
-        rows = timer.measure(BASELINE_NAME, lambda i: _baseline(sets[i % len(sets)]), count, flush)
+        rows = timer.measure(BASELINE_NAME, baseline, count, flush)
         if end:
             end[(1,)]()
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))

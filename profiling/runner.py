@@ -71,9 +71,9 @@ def _read_progress(path: Path) -> _Progress:
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: have the kernel kill it if the tuner dies (kill -9 included), so no
-    orphan writes into the scratch files of the next run."""
+def die_with_parent() -> None:
+    """In the child, before exec (or in a tuner.workers worker): have the kernel kill it if its parent dies
+    (kill -9 included), so no orphan writes into the scratch files of the next run."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
@@ -101,7 +101,7 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
         command = [sys.executable, "-m", "profiling.child", str(job_path)]
         child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT,
                                  env=_child_env(interpret, job.env), stdout=stderr, stderr=subprocess.STDOUT,
-                                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                                 preexec_fn=die_with_parent if sys.platform == "linux" else None)
         last_change, last_size, launched_at = time.monotonic(), -1, _size(watched[0])
         while child.poll() is None:
             if watch is not None:

@@ -28,6 +28,9 @@ class DeviceProfile:
     instr_k_bytes: int
     # Tensor-memory-accelerator loads (Hopper, compute capability 9+): the persistent TMA kernel family
     tma: bool = False
+    # Matrix instructions on OCP fp8 (e4m3fn/e5m2) operands: NVIDIA compute capability 8.9+ (Ada, Hopper and
+    # newer), AMD gfx950+ (MI300's gfx942 has only the fnuz variants, which the tuner does not map).
+    fp8: bool = False
 
     def instr_k(self, element_bytes: int) -> int:
         return max(1, self.instr_k_bytes // element_bytes)
@@ -46,6 +49,7 @@ INTERPRETER_PROFILE = DeviceProfile(
     instr_n=8,
     instr_k_bytes=32,
     tma=True,  # the interpreter runs TMA descriptor loads, so the Hopper family is checked on the CPU too
+    fp8=True,  # the interpreter's tl.dot takes fp8 operands (and the family upcasts them there)
 )
 
 
@@ -56,6 +60,12 @@ def _has_tma(is_amd: bool, capability: tuple[int, int]) -> bool:
     except ImportError:
         return False
     return not is_amd and capability >= (9, 0)
+
+
+def _has_fp8(is_amd: bool, capability: tuple[int, int], arch: str) -> bool:
+    if is_amd:
+        return arch.startswith(("gfx950", "gfx12"))
+    return capability >= (8, 9)
 
 
 def detect_device(device_index: int = 0) -> DeviceProfile:
@@ -82,4 +92,5 @@ def detect_device(device_index: int = 0) -> DeviceProfile:
         instr_n=16 if is_amd else 8,
         instr_k_bytes=32,
         tma=_has_tma(is_amd, torch.cuda.get_device_capability(device_index)),
+        fp8=_has_fp8(is_amd, torch.cuda.get_device_capability(device_index), getattr(props, "gcnArchName", "")),
     )

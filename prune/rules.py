@@ -13,8 +13,14 @@ from prune.config import Config
 from prune.device import DeviceProfile
 from tuner.problem import GemmProblem
 
-# Triton's smallest dot operand along K is 16 elements; K not a multiple of it cannot be split evenly.
+# Triton's smallest dot operand along K is 16 elements, 32 bytes for 1-byte types (fp8, int8: 32 elements);
+# K not a multiple of it cannot be split evenly.
 _MIN_BLOCK_K = 16
+_MIN_BLOCK_K_BYTES = 32
+
+
+def min_block_k(problem: GemmProblem) -> int:
+    return max(_MIN_BLOCK_K, _MIN_BLOCK_K_BYTES // problem.dtype_a.bytes)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -65,11 +71,12 @@ def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProf
 
 def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Seed rule: SPLIT_K·BLOCK_K divides K, so the K loop needs no mask. A K that is not a multiple
-    # of the smallest BLOCK_K has no such config; there the masked K loop is used instead, with no
-    # split and no more than one block of padding.
-    if problem.K % _MIN_BLOCK_K == 0:
+    # of the smallest BLOCK_K (min_block_k) has no such config; there the masked K loop is used instead,
+    # with no split and no more than one block of padding.
+    smallest = min_block_k(problem)
+    if problem.K % smallest == 0:
         return even_k(problem, config)
-    return config.SPLIT_K == 1 and config.BLOCK_SIZE_K < problem.K + _MIN_BLOCK_K
+    return config.SPLIT_K == 1 and config.BLOCK_SIZE_K < problem.K + smallest
 
 
 def _split_k_only_for_small_grids(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -126,7 +133,8 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts), at least double buffering (a single stage leaves the copy engine nothing to overlap), and
     # the full K per program (a K split belongs to the plain family's reduction).
     # 16-bit inputs only for now: fp32 (tf32) through TMA runs right under the interpreter but has not
-    # been checked on a GPU yet.
+    # been checked on a GPU yet; fp8 would need the family to apply scales (and wgmma takes fp8 B only
+    # K-major, i.e. column-major B), int8 has no wgmma path in Triton's TMA examples.
     if not config.PERSISTENT_TMA:
         return True
     return (problem.dtype_a.bytes == 2 and config.SPLIT_K == 1 and config.BLOCK_SIZE_M >= 64 and config.BLOCK_SIZE_N >= 64
@@ -152,7 +160,8 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),
-    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16)", _k_tiling),
+    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs)",
+         _k_tiling),
     Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids),
     Rule("group_m", "GROUP_M*BLOCK_M < M, else GROUP_M=1", _group_m),
     Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory),

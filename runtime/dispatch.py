@@ -29,12 +29,13 @@ from tuner.errors import UserError
 
 RESULTS_ENV = "TUNE_GEMM_RESULTS"  # results files the process-wide table starts with, separated like PATH
 _OFFSET_LIMIT = 2**31  # the kernel computes element offsets in 32 bits
-_DTYPE_OF_TORCH = {dtype.torch_dtype: dtype for dtype in DTYPES.values()}
+# fp8 and int8 stay with the tuner for now: this matmul takes no per-tensor scales and makes no int32 output.
+_DTYPE_OF_TORCH = {dtype.torch_dtype: dtype for dtype in DTYPES.values() if dtype.kind == "float"}
 
 
 def _dtype(torch_dtype: torch.dtype, what: str) -> DType:
     if torch_dtype not in _DTYPE_OF_TORCH:
-        names = ", ".join(str(d.torch_dtype) for d in DTYPES.values())
+        names = ", ".join(str(torch_dtype) for torch_dtype in _DTYPE_OF_TORCH)
         raise TypeError(f"tune_gemm matmul: {what} is {torch_dtype}; supported: {names}")
     return _DTYPE_OF_TORCH[torch_dtype]
 

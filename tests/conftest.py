@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,15 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from prune.space import RangeSpace  # noqa: E402
 from helpers import SMALL_SPACE_YAML  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """CPU runs (the default `-m 'not gpu'`) use Triton's interpreter from the start: Triton reads
+    TRITON_INTERPRET when it is first imported, and a test module that imports Triton at collection
+    would otherwise leave its standard-library kernels (tl.cdiv, ...) compiled-mode, which interpreted
+    kernels then cannot call. `-m gpu` runs keep compiled kernels."""
+    if "not gpu" in config.getoption("markexpr", "") or "gpu" not in config.getoption("markexpr", ""):
+        os.environ["TRITON_INTERPRET"] = "1"
 
 
 @pytest.fixture

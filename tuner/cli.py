@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,21 +17,23 @@ from profiling import PROFILERS, choose_profiler
 from profiling.postprocess import STATISTICS
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from prune.space import RangeSpace, space_for, space_from_mapping
-from tuner import benchmark, run_knobs
 from reporting.outputs import EXPORTERS, keep_timings, plan_outputs, write_outputs
+from tuner import benchmark, run_knobs
 from tuner.checkpoint import discard
 from tuner.compile import POOLS, default_workers
-from tuner.dtypes import DTYPES, check_combination, dtype_named
+from tuner.dtypes import DTYPES, check_combination, check_device_runs, dtype_named
 from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
 from tuner.gpus import GpuSelection, gpus_for_run, pinning_env
-from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_config, tune_size
+from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_config
 from tuner.problem import GemmProblem
 from tuner.progress import stages_for
-from tuner.search import SEARCHES
+from tuner.ray_workers import check_ray_flags, tune_on_ray
 from tuner.report import print_outcome, time_breakdown
 from tuner.results import ResultEntry, check_writable, exclusive, read_entries, record, recorded
 from tuner.rocm_files import vendor_note
+from tuner.search import SEARCHES
 from tuner.sizes import SizeRequest, check_fits, check_size, load_sizes
+from tuner.workers import SizeDone, slots_for, tune_on_workers, tune_one
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,8 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"warm-up launches per config, dropped (default {run_knobs.DEFAULT_WARMUP})")
     parser.add_argument("--no_warmup", action="store_true",
                         help="no warm-up launches and no compile stage: kernels compile on their first launch")
-    parser.add_argument("--ngpus", type=int, help="use GPUs 0..N-1 (tuning uses the first for now)")
-    parser.add_argument("--gpu_ids", help="comma-separated GPU ids to use, e.g. 0,1,3 (tuning uses the first for now)")
+    parser.add_argument("--ngpus", type=int, help="use GPUs 0..N-1, one worker process each (with --interpret: N "
+                        "interpreter workers)")
+    parser.add_argument("--gpu_ids", help="comma-separated GPU ids to use, e.g. 0,1,3, one worker process each")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="tune the sizes as tasks on a Ray cluster, one GPU each ('auto': this host's cluster)")
     parser.add_argument("--init_type", choices=run_knobs.INIT_TYPES, default="randn",
                         help="how timing inputs are filled (checks always use randn)")
     parser.add_argument("--rotating_tensor", type=int, metavar="MB",
@@ -181,7 +187,7 @@ def _compare_wo_tuning(requests: list[SizeRequest], settings: TuneSettings, cons
 
 
 def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneSettings, device: DeviceProfile,
-          console: Console) -> int:
+          console: Console, gpus: GpuSelection) -> int:
     check_writable(args.tuning_results_file)
     with exclusive(args.tuning_results_file):
         if not args.retune:
@@ -191,25 +197,34 @@ def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneS
                 console.print(f"skipping {len(requests) - len(todo)} size(s) already in {args.tuning_results_file} "
                               "(--retune to tune them again)")
             requests = todo
-        return _tune_sizes(requests, args, settings, device, console)
+        return _tune_sizes(requests, args, settings, device, console, gpus)
+
+
+def _sizes_done(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneSettings,
+                device: DeviceProfile, console: Console, gpus: GpuSelection) -> Iterator[SizeDone]:
+    """Each size tuned, as it completes: in this process, on one worker per GPU, or on a Ray cluster."""
+    # a size listed twice is tuned once: two workers on it at once would share its scratch files
+    problems = list(dict.fromkeys(request.problem for request in requests))
+    if args.ray:
+        return tune_on_ray(problems, args.ray, settings, args.compare)
+    if len(gpus.ids) > 1:
+        return tune_on_workers(problems, slots_for(gpus, device.vendor, args.interpret), settings, args.compare)
+    return (tune_one(problem, device, settings, args.compare, "", console.print,
+                     stages_for(console, problem.label, args.quiet)) for problem in problems)
 
 
 def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneSettings,
-                device: DeviceProfile, console: Console) -> int:
+                device: DeviceProfile, console: Console, gpus: GpuSelection) -> int:
     exit_code, timed, started = EXIT_OK, 0, time.perf_counter()
-    for request in requests:
-        problem = request.problem
-        stages = stages_for(console, problem.label, args.quiet)
-        try:
-            outcome = tune_size(problem, device, settings, args.compare, log=console.print, stages=stages)
-        except SizeFailed as failure:
-            console.print(f"FAILED {problem.label}: {failure}", markup=False)
+    for done in _sizes_done(requests, args, settings, device, console, gpus):
+        problem, outcome = done.problem, done.outcome
+        if outcome is None:
+            console.print(f"FAILED {problem.label}{f' (on {done.where})' if done.where else ''}: {done.error}",
+                          markup=False)
             exit_code = EXIT_WRONG_RESULT
             continue
-        finally:
-            stages.close()
         record(args.tuning_results_file, ResultEntry(
-            problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us), device.name,
+            problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us), done.gpu,
             settings.profiler.name, outcome.matmul_time_us))
         discard(outcome.checkpoint)  # recorded: nothing left to resume
         keep_timings(args.report, outcome)
@@ -228,11 +243,22 @@ def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings:
     return exit_code
 
 
+def _where(args: argparse.Namespace, gpus: GpuSelection, pinned: bool) -> str:
+    """What the device line adds: the cluster, the workers or the pinned GPU the sizes are tuned on."""
+    listed = ",".join(map(str, gpus.ids))
+    if args.ray:
+        return f" (Ray cluster {args.ray})"
+    if len(gpus.ids) > 1:
+        return f" ({'interpreter workers' if args.interpret else 'GPUs'} {listed})"
+    return f" (GPU {listed})" if pinned else ""
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     args.tuning_results_file = run_knobs.results_file(args.o, args.tuning_results_file)
     args.warmup = run_knobs.warmup_launches(args.warmup, args.no_warmup)
     _check_numbers(args)
     benchmark.check_flags(args)
+    check_ray_flags(args.ray, args.ngpus, args.gpu_ids, args.benchmark or args.config_str or args.compare_wo_tuning)
     outputs = plan_outputs(args.export, args.report, args.compare_wo_tuning)
     if outputs.wanted and not args.gemm_size_file and (args.m, args.n, args.k) == (None, None, None):
         write_outputs(outputs, args.tuning_results_file, lambda line: console.print(line, markup=False))  # no size
@@ -245,6 +271,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for index, request in enumerate(requests):
         where = f"{args.gemm_size_file} entry {index + 1}" if args.gemm_size_file else "size"
         check_fits(request.problem, device.memory_bytes, where)
+        check_device_runs(request.problem.dtype_a, device, where)
     settings = TuneSettings(
         profiler=choose_profiler(args.profiler, device.vendor), num_threads=args.num_threads, jobs=args.jobs,
         compile_pool=args.compile_pool, search=args.search, time_budget=args.time_budget, warmup=args.warmup,
@@ -261,9 +288,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return benchmark.run_benchmark(requests, args, defaults, settings, device, console)
     if args.compare_wo_tuning:
         return _compare_wo_tuning(requests, settings, console, args.gemm_size_file, device.vendor)
-    console.print(f"device: {device.name}{f' (GPU {gpus.first})' if pinned else ''}; "
-                  f"profiler: {settings.profiler.name}")
-    exit_code = _tune(requests, args, settings, device, console)
+    console.print(f"device: {device.name}{_where(args, gpus, pinned)}; profiler: {settings.profiler.name}")
+    exit_code = _tune(requests, args, settings, device, console, gpus)
     if outputs.wanted and args.tuning_results_file.exists():  # absent when every size failed
         write_outputs(outputs, args.tuning_results_file, lambda line: console.print(line, markup=False))
     return exit_code

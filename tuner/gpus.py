@@ -1,10 +1,10 @@
 """`--ngpus` / `--gpu_ids`: which GPUs a run may use, validated, and the environment that pins a child to one.
 
-Tuning runs on one GPU for now (spreading sizes over several is later work): with more than one
-GPU chosen, the run says so and uses the first. The parent process reads that GPU's facts by its
-index; every child process it starts sees only that GPU (CUDA_VISIBLE_DEVICES on NVIDIA,
-HIP_VISIBLE_DEVICES on AMD), so inside the child it is device 0. Under --interpret the
-interpreter counts as one device, id 0, and nothing is pinned.
+With one GPU, the tuner reads its facts by its index and every child process it starts sees only that GPU
+(CUDA_VISIBLE_DEVICES on NVIDIA, HIP_VISIBLE_DEVICES on AMD), so inside the child it is device 0. With several,
+tuner.workers runs one worker process per GPU, pinned the same way. Under --interpret the interpreter counts
+as one device, id 0, and nothing is pinned; `--ngpus N` there asks for N interpreter workers (ids 0..N-1),
+which runs the several-GPU path on the CPU.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ class GpuSelection:
         if len(self.ids) < 2:
             return None
         listed = ",".join(str(i) for i in self.ids)
-        return f"note: {len(self.ids)} GPUs chosen ({listed}); tuning on several GPUs is not supported yet, " \
-               f"running on GPU {self.first} only"
+        return f"note: {len(self.ids)} GPUs chosen ({listed}); tuning runs one worker process per GPU, each " \
+               f"size to the next free one; --benchmark and --compare_wo_tuning use GPU {self.first}"
 
 
 def parse_gpu_ids(text: str) -> tuple[int, ...]:
@@ -91,9 +91,10 @@ def available_gpus() -> int:
 
 
 def gpus_for_run(ngpus: int | None, gpu_ids: str | None, interpret: bool) -> GpuSelection:
-    """The selection for this run: under --interpret the interpreter is the one device (id 0)."""
+    """The selection for this run: under --interpret the interpreter is the one device (id 0), or with
+    --ngpus N that many interpreter workers."""
     if interpret:
-        return select_gpus(ngpus, gpu_ids, 1, "the interpreter (--interpret)")
+        return select_gpus(ngpus, gpu_ids, ngpus or 1, "the interpreter (--interpret)")
     available = available_gpus()
     if not available:  # prune.device.detect_device then says what to do (no GPU: --interpret)
         return GpuSelection((0,))

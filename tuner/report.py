@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from profiling.baselines import baseline_label
 from tuner.pipeline import SizeOutcome
 
 TOP = 5
@@ -23,7 +24,7 @@ def top_table(outcome: SizeOutcome) -> Table:
         ratio = f"{baseline / row.time_us:.2f}x" if baseline else "-"
         table.add_row(str(rank), row.config, f"{row.time_us:.2f}", f"{problem.tflops(row.time_us):.2f}", ratio)
     if baseline:
-        table.add_row("", "torch.matmul", f"{baseline:.2f}", f"{problem.tflops(baseline):.2f}", "1.00x",
+        table.add_row("", baseline_label(problem), f"{baseline:.2f}", f"{problem.tflops(baseline):.2f}", "1.00x",
                       style="dim")
     return table
 

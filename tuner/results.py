@@ -2,7 +2,8 @@
 
 An entry holds M N K rowMajorA rowMajorB and the config fields (readable by the ROCm script and
 usable as a sizes-file entry), then what we measured: dtypes (and `bias_vector: true` for a size tuned with
-the bias), GPU, time, TFLOP/s, profiler.
+the bias), GPU, time, TFLOP/s, profiler, the baseline's time (and, when it is not torch.matmul, which baseline:
+`matmul_baseline`, see profiling.baselines).
 The file is rewritten atomically after each size, so it is valid YAML at every moment.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from profiling.baselines import MATMUL, baseline_label
 from prune.config import Config
 from tuner.errors import UserError
 from tuner.problem import GemmProblem
@@ -45,6 +47,9 @@ class ResultEntry:
         }
         if self.matmul_time_us is not None:
             mapping["matmul_time_us"] = round(self.matmul_time_us, 3)
+            label = baseline_label(self.problem)
+            if label != MATMUL:  # absent: torch.matmul, as in entries of 16/32-bit inputs
+                mapping["matmul_baseline"] = label
         return mapping
 
 

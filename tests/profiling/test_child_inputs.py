@@ -11,6 +11,7 @@ from helpers import problem
 
 from gen import write_module
 from profiling import child
+from profiling.baselines import baseline_for
 from profiling.job import ChildJob
 from prune.config import Config
 
@@ -65,9 +66,9 @@ def test_operand_sets_are_filled_as_init_type_says(module, init_type):
 def test_baseline_adds_the_bias_per_row():
     a, b, bias = torch.randn(8, 4), torch.randn(4, 6), torch.randn(8)
     c = torch.empty(8, 6)
-    child._baseline((a, b, c, bias))
+    baseline_for([(a, b, c, bias)])(0)
     torch.testing.assert_close(c, a @ b + bias[:, None])
-    child._baseline((a, b, c))
+    baseline_for([(a, b, c)])(0)
     torch.testing.assert_close(c, a @ b)
 
 

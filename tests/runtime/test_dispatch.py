@@ -61,6 +61,9 @@ def test_loading_clears_earlier_choices(tmp_path):
     (torch.randn(3, 4).half(), torch.randn(4, 6).bfloat16(), None, TypeError, "same dtype"),
     (torch.randn(3, 4).double(), torch.randn(4, 6).double(), None, TypeError, "float64"),
     (torch.randn(3, 4), torch.randn(4, 6), torch.float16, TypeError, "narrower"),
+    (torch.randn(3, 4).to(torch.float8_e4m3fn), torch.randn(4, 6).to(torch.float8_e4m3fn), torch.float16, TypeError,
+     "float8_e4m3fn; supported: torch.float16, torch.bfloat16, torch.float32"),  # fp8/int8: the tuner only, for now
+    (torch.ones(3, 4, dtype=torch.int8), torch.ones(4, 6, dtype=torch.int8), torch.int32, TypeError, "int8"),
 ])
 def test_bad_calls_are_refused_with_a_message(a, b, out_dtype, error, message):
     with pytest.raises(error, match=message):

@@ -57,10 +57,10 @@ def test_bad_selections(ngpus, ids, message):
         select_gpus(ngpus, ids, 4, "this machine")
 
 
-def test_several_gpus_say_that_the_first_is_used():
+def test_several_gpus_say_that_each_gets_a_worker():
     assert GpuSelection((1,)).note is None
     note = GpuSelection((2, 0, 3)).note
-    assert "3 GPUs chosen (2,0,3)" in note and "running on GPU 2 only" in note and "\n" not in note
+    assert "3 GPUs chosen (2,0,3)" in note and "one worker process per GPU" in note and "\n" not in note
 
 
 @pytest.mark.parametrize("vendor,variable", [("nvidia", "CUDA_VISIBLE_DEVICES"), ("amd", "HIP_VISIBLE_DEVICES")])
@@ -103,7 +103,7 @@ def test_the_pinned_gpu_reaches_the_child(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args,message", [
     (["--gpu_ids", "1"], "there is no GPU 1; the interpreter (--interpret) has 1 GPU(s) (id 0)"),
-    (["--ngpus", "2"], "--ngpus 2: the interpreter (--interpret) has 1 GPU(s)"),
+    (["--gpu_ids", "0,1"], "there is no GPU 1; the interpreter (--interpret) has 1 GPU(s)"),  # --ngpus 2 allows it
     (["--gpu_ids", "0,0"], "listed more than once"),
     (["--gpu_ids", "-1"], "GPU ids are 0 or more"),
     (["--gpu_ids", "x"], "is not a GPU id"),

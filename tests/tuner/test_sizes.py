@@ -212,8 +212,8 @@ def test_bad_layout_value_b(tmp_path):
     ("dtype_a", "fp64", "not a known dtype"),
     ("dtype_b", "float16", "not a known dtype"),
     ("dtype_c", "half", "not a known dtype"),
-    ("dtype_a", "fp8", "not supported yet"),
-    ("dtype_a", "int8", "not supported yet"),
+    ("dtype_a", "fp4", "not a known dtype"),
+    ("dtype_c", "e4m3fnuz", "not a known dtype"),
 ])
 def test_unknown_dtype(tmp_path, field, value, expected):
     path = write(tmp_path, f"- {{M: 16, N: 16, K: 16, {field}: {value}}}\n")

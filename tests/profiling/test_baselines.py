@@ -1,0 +1,86 @@
+"""profiling.baselines: which library call is the baseline for each dtype and layout, that each computes the
+configs' product on their own operands (scales, bias, int32), and that the results entry names it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from helpers import problem
+
+from gen import write_module
+from gen.loader import load_module
+from profiling.baselines import (
+    FP8_DEQUANTIZED,
+    INT8_AS_FP32,
+    INT_MM,
+    MATMUL,
+    SCALED_MM,
+    baseline_for,
+    baseline_label,
+)
+from prune.config import Config
+from tuner.results import ResultEntry
+
+
+@pytest.fixture
+def family(tmp_path, interpreter_env):
+    """The kernel family's helpers (make_operands, relative_error, poison, Problem), from a generated module: importing
+    gen.matmul_family here would decorate its kernels for the GPU in this pytest process."""
+    return load_module(write_module(problem(16, 16, 16), [Config(16, 16, 16)], tmp_path))
+
+
+def _family_problem(family, M, N, K, dtype, dtype_c, col_a=False, col_b=False, bias=False):
+    p = problem(M, N, K, dtype, col_a, col_b, dtype_c)
+    return family.Problem(M, N, K, col_a, col_b, p.dtype_a.torch_dtype, p.dtype_b.torch_dtype,
+                          p.dtype_c.torch_dtype, p.dtype_a.tolerance, bias)
+
+
+CASES = [  # dtype, dtype_c, M, N, K, col_a, col_b: the baseline that runs
+    ("fp16", "fp16", 33, 17, 40, False, False, MATMUL),
+    ("fp32", "fp32", 33, 17, 40, True, True, MATMUL),
+    ("fp8", "fp16", 33, 32, 48, False, True, SCALED_MM),
+    ("fp8", "fp32", 33, 32, 48, False, False, FP8_DEQUANTIZED),  # B row-major
+    ("fp8", "bf16", 33, 32, 48, True, True, FP8_DEQUANTIZED),  # A column-major
+    ("fp8", "fp16", 33, 17, 48, False, True, FP8_DEQUANTIZED),  # N not a multiple of 16
+    ("bf8", "fp16", 33, 32, 48, False, True, FP8_DEQUANTIZED),  # no e5m2 x e5m2 in cuBLASLt
+    ("int8", "int32", 33, 24, 40, False, False, INT_MM),
+    ("int8", "int32", 16, 24, 40, False, True, INT8_AS_FP32),  # M <= 16
+    ("int8", "int32", 33, 20, 40, False, False, INT8_AS_FP32),  # N not a multiple of 8
+]
+
+
+@pytest.mark.parametrize("dtype,dtype_c,M,N,K,col_a,col_b,expected", CASES)
+@pytest.mark.parametrize("bias", [False, True])
+def test_each_baseline_computes_the_configs_product(family, dtype, dtype_c, M, N, K, col_a, col_b, expected, bias):
+    p = _family_problem(family, M, N, K, dtype, dtype_c, col_a, col_b, bias)
+    sets = [family.make_operands(p, "cpu", seed=seed) for seed in (1, 2)]
+    baseline = baseline_for(sets)
+    assert baseline.label == expected == baseline_label(problem(M, N, K, dtype, col_a, col_b, dtype_c))
+    for launch, operands in enumerate(sets):
+        a, b, c, *extra = operands
+        family.poison(c)
+        baseline(launch)
+        if expected in (FP8_DEQUANTIZED, INT8_AS_FP32):
+            continue  # the fallback writes its own output, in its own dtype; timing only
+        assert family.relative_error(c, a, b, *extra) <= p.tolerance, (launch, expected)
+
+
+def test_a_fallback_is_fed_the_dequantized_operands(family):
+    p = _family_problem(family, 33, 32, 48, "fp8", "fp32")
+    a, b, c, bias, scale_a, scale_b = family.make_operands(p, "cpu")
+    baseline_for([(a, b, c, bias, scale_a, scale_b)])(0)
+    assert family.relative_error(c, a, b, None, scale_a, scale_b) < 1e-5  # fp32: only the dequantization rounds
+
+
+def test_the_results_entry_names_a_baseline_other_than_torch_matmul():
+    def entry(p):
+        return ResultEntry(p, Config(32, 32, 32), 1.0, 2.0, "gpu", "cupti", matmul_time_us=1.5).to_mapping()
+
+    assert "matmul_baseline" not in entry(problem(64, 64, 64))
+    fp8 = entry(problem(64, 64, 64, "fp8", col_b=True, dtype_c="fp16"))
+    assert fp8["matmul_baseline"] == SCALED_MM and fp8["dtype_a"] == "fp8" and fp8["dtype_c"] == "fp16"
+    assert entry(problem(64, 64, 64, "bf8", dtype_c="bf16"))["matmul_baseline"] == FP8_DEQUANTIZED
+    assert entry(replace(problem(64, 64, 64, "int8", dtype_c="int32"), bias=True))["matmul_baseline"] == INT_MM
+    no_baseline = ResultEntry(problem(64, 64, 64, "fp8", dtype_c="fp16"), Config(32, 32, 32), 1.0, 2.0, "g", "c")
+    assert "matmul_baseline" not in no_baseline.to_mapping()
