@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from helpers import problem
@@ -81,12 +86,14 @@ def test_operands_past_32_bit_offsets_are_refused():
 
 
 def test_cpu_tensors_need_the_interpreter():
-    from runtime import dispatch
-
-    if dispatch.INTERPRETED:
-        pytest.skip("this process runs the interpreter")
-    with pytest.raises(ValueError, match="TRITON_INTERPRET"):
-        Dispatcher().matmul(torch.randn(4, 4), torch.randn(4, 4))
+    # a fresh process without TRITON_INTERPRET: this one runs the interpreter (tests/conftest.py)
+    script = ("import torch\nfrom runtime.dispatch import Dispatcher\n"
+              "try:\n    Dispatcher().matmul(torch.randn(4, 4), torch.randn(4, 4))\n"
+              "except ValueError as error:\n    print(error)\n")
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                            cwd=Path(__file__).resolve().parents[2], timeout=300)
+    assert "TRITON_INTERPRET" in result.stdout, result.stdout + result.stderr
 
 
 def test_the_process_table_starts_from_the_environment(tmp_path, monkeypatch):
