@@ -200,16 +200,21 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
     bias, bias_stride = (mock(problem.dtype_c), 1) if problem.bias else (None, 0)  # as launch() passes them
     scaled = is_fp8(problem.dtype_a)
     scales = (mock(torch.float32), mock(torch.float32)) if scaled else (None, None)
-    compiled = kernel.warmup(
+    resources = loaded_resources(kernel.warmup(
         mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, *scales, M, N, K,
         *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides, bias_stride,
         EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N), **dict(config.options),
-    )
-    compiled._init_handles()  # loads the binary: raises OutOfResources when it cannot run
+    ))
     if config.SPLIT_K > 1:
         reduce_kernel.warmup(mock(out_dtype), mock(problem.dtype_c), bias, *scales, M, N, M * N, N, 1, N, 1,
                              bias_stride, HAS_BIAS=problem.bias, HAS_SCALES=scaled, grid=(1, 1))._init_handles()
+    return resources
+
+
+def loaded_resources(compiled) -> dict:
+    """Load a compiled kernel's binary (raises OutOfResources when it cannot run) and return its resource use."""
+    compiled._init_handles()
     return {"registers": compiled.n_regs, "spills": compiled.n_spills, "shared_bytes": compiled.metadata.shared}
 
 

@@ -13,7 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import INTERPRETED, UPCAST_DOT_OPERANDS, TileConfig, add_row_bias, grouped_tile
+from gen.matmul_family import (INTERPRETED, UPCAST_DOT_OPERANDS, TileConfig, add_row_bias, grouped_tile,
+                               loaded_resources)
 
 # family-imports-end
 
@@ -88,16 +89,22 @@ def _tma_readable(matrix) -> bool:
         matrix.data_ptr() % TMA_ALIGNMENT_BYTES == 0)
 
 
+def _padded_columns(cols: int, element_bytes: int) -> int:
+    """Row length, in elements, rounded up so that every row starts 16-byte aligned."""
+    per_row = TMA_ALIGNMENT_BYTES // element_bytes
+    return triton.cdiv(cols, per_row) * per_row
+
+
 def tma_view(matrix):
     """`matrix` (rows, cols, unit inner stride wanted) itself when the copy engine can address it,
     else a copy whose rows are padded to 16 bytes (a view of the original shape). Odd leading
     dimensions pay for this copy inside the timed launch, as they would in use."""
     if _tma_readable(matrix):
         return matrix
-    per_row = TMA_ALIGNMENT_BYTES // matrix.element_size()
-    padded_cols = triton.cdiv(matrix.shape[1], per_row) * per_row
-    padded = torch.empty((matrix.shape[0], padded_cols), dtype=matrix.dtype, device=matrix.device)
-    view = padded[:, :matrix.shape[1]]
+    rows, cols = matrix.shape
+    padded = torch.empty((rows, _padded_columns(cols, matrix.element_size())), dtype=matrix.dtype,
+                         device=matrix.device)
+    view = padded[:, :cols]
     view.copy_(matrix)
     return view
 
@@ -122,7 +129,7 @@ def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias
     M, K = a.shape
     N = b.shape[1]
     a_col, b_col = is_column_major(a), is_column_major(b)
-    out = c if _tma_readable(c) else tma_view(c)
+    out = tma_view(c)  # copied in too, so that a tile the kernel missed still shows the caller's poison
     tiles = triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N)
     kernel[(persistent_programs(c.device, tiles),)](
         operand_descriptor(a, config.BLOCK_SIZE_M, config.BLOCK_SIZE_K, a_col),
@@ -139,9 +146,8 @@ def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias
 
 def _mock_descriptor(dtype, rows: int, cols: int, block: list):
     """A descriptor on no memory, enough for Triton to specialize and compile the kernel."""
-    per_row = TMA_ALIGNMENT_BYTES // dtype.itemsize
-    padded_cols = triton.cdiv(cols, per_row) * per_row  # as tma_view pads odd rows at launch
-    return TensorDescriptor(triton.runtime.jit.MockTensor(dtype), [rows, cols], [padded_cols, 1], block)
+    strides = [_padded_columns(cols, dtype.itemsize), 1]  # as the launch pads odd rows
+    return TensorDescriptor(triton.runtime.jit.MockTensor(dtype), [rows, cols], strides, block)
 
 
 def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, problem) -> dict:
@@ -157,10 +163,8 @@ def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, probl
     c_desc = _mock_descriptor(problem.dtype_c, M, N, output_block(config, epilogue_subtile))
     bias = triton.runtime.jit.MockTensor(problem.dtype_c) if problem.bias else None
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
-    compiled = kernel.warmup(
+    return loaded_resources(kernel.warmup(
         a_desc, b_desc, c_desc, bias, M, N, K, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, HAS_BIAS=problem.bias,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=(persistent_programs("cuda", tiles),),
-    )
-    compiled._init_handles()  # loads the binary: raises OutOfResources when it cannot run
-    return {"registers": compiled.n_regs, "spills": compiled.n_spills, "shared_bytes": compiled.metadata.shared}
+    ))
