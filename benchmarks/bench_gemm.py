@@ -45,6 +45,8 @@ def _inductor_matmul():
     import torch._inductor.config as inductor_config
 
     inductor_config.max_autotune_gemm_backends = "TRITON"
+    if hasattr(inductor_config.triton, "enable_persistent_tma_matmul"):  # its strongest Hopper template
+        inductor_config.triton.enable_persistent_tma_matmul = True
     return torch.compile(torch.matmul, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 

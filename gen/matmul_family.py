@@ -119,7 +119,7 @@ def matmul_tile(
             if acc_dtype == tl.float32:  # the interpreter's int8 dot is exact (and takes no int32 operands)
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=acc_dtype)  # compiled int8 dots must be told int32
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
 

@@ -1,8 +1,9 @@
 # ---------------------------------------------------------------------------------------------
 # Persistent TMA kernel family (Hopper and newer): one program per SM walks the output tiles,
 # loading A and B tiles through tensor descriptors (the tensor memory accelerator) and storing C
-# through one. The generator copies this source after the plain family into generated modules
-# that hold PERSISTENT_TMA configs.
+# through one when the copy engine can address C, through masked pointer stores otherwise. The
+# generator copies this source after the plain family into generated modules that hold
+# PERSISTENT_TMA configs.
 # ---------------------------------------------------------------------------------------------
 import functools  # noqa: I001 (the block below is cut out by the generator: it stays apart)
 
@@ -13,8 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (INTERPRETED, UPCAST_DOT_OPERANDS, TileConfig, add_row_bias, grouped_tile,
-                               loaded_resources)
+from gen.matmul_family import (INTERPRETED, UPCAST_DOT_OPERANDS, TileConfig, add_row_bias, apply_scales, grouped_tile,
+                               is_fp8, loaded_resources)
 
 # family-imports-end
 
@@ -23,22 +24,40 @@ INTERPRETER_PROGRAMS = 3  # persistent programs under the interpreter: few, so t
 
 
 @triton.jit
+def store_output_tile(c, tile, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA: tl.constexpr):
+    """Store `tile` (fp32 or int32) into C at row off_m, column off_n, in C's dtype. C_TMA: `c` is C's descriptor,
+    and the copy engine drops what lies past C's edges; otherwise `c` points at C's first element and the store
+    is masked to the real M x N, so nothing past a strided or sliced view of C is written."""
+    if C_TMA:
+        c.store([off_m, off_n], tile.to(c.dtype))
+    else:
+        rows = off_m + tl.arange(0, tile.shape[0])
+        cols = off_n + tl.arange(0, tile.shape[1])
+        tl.store(c + rows[:, None] * stride_cm + cols[None, :] * stride_cn, tile.to(c.dtype.element_ty),
+                 mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
 def tma_persistent_tile(
-    a_desc, b_desc, c_desc, bias_ptr, M, N, K, stride_bias,
+    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_cm, stride_cn, stride_bias,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-    GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+    HAS_SCALES: tl.constexpr,
 ):
-    """C = A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
+    """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
     A column-major operand is described by its transpose (the copy engine needs a unit inner stride)
-    and transposed back in registers. Reads past the edges return zeros and writes past them are
-    dropped by the copy engine, so no masks are needed."""
+    and transposed back in registers. Reads past the edges return zeros, so the K loop needs no mask.
+    C is a descriptor when C_TMA, else a pointer with strides stride_cm, stride_cn (see store_output_tile).
+    fp8 inputs (HAS_SCALES) accumulate in fp32 and are scaled before the bias; int8 inputs accumulate
+    in int32, exactly, into an int32 C."""
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    acc_dtype = tl.int32 if a_desc.dtype == tl.int8 else tl.float32
     # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
     # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
     tile_id_c = start - programs
@@ -47,29 +66,32 @@ def tma_persistent_tile(
         pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
         off_m = pid_m * BLOCK_SIZE_M
         off_n = pid_n * BLOCK_SIZE_N
-        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
         for k_tile in range(k_tiles):
             off_k = k_tile * BLOCK_SIZE_K
             a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
             b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
-            if UPCAST_DOT_OPERANDS:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc)
+            if UPCAST_DOT_OPERANDS:  # noqa: SIM102 - a constexpr alone: compiled kernels drop the whole block
+                if acc_dtype == tl.float32:  # the interpreter's int8 dot is exact (and takes no int32 operands)
+                    a = a.to(tl.float32)
+                    b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, out_dtype=acc_dtype)  # compiled int8 dots must be told int32
 
         tile_id_c += programs
         pid_m, pid_n = grouped_tile(tile_id_c, num_pid_m, num_pid_n, GROUP_SIZE_M)
         off_m = pid_m * BLOCK_SIZE_M
         off_n = pid_n * BLOCK_SIZE_N
+        acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
         acc = add_row_bias(acc, bias_ptr, off_m + tl.arange(0, BLOCK_SIZE_M), M, stride_bias, HAS_BIAS)
         if EPILOGUE_SUBTILE:
-            # two stores of half the tile: half the shared memory for the output, more for the pipeline
+            # two stores of half the tile: half the shared memory for the output (the descriptor's staging
+            # buffer, or the layout conversion before a pointer store), more for the pipeline
             halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
-            c_desc.store([off_m, off_n], left.to(c_desc.dtype))
-            c_desc.store([off_m, off_n + BLOCK_SIZE_N // 2], right.to(c_desc.dtype))
+            store_output_tile(c, left, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
+            store_output_tile(c, right, off_m, off_n + BLOCK_SIZE_N // 2, M, N, stride_cm, stride_cn, C_TMA)
         else:
-            c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+            store_output_tile(c, acc, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
 
 
 @functools.lru_cache
@@ -98,7 +120,7 @@ def _padded_columns(cols: int, element_bytes: int) -> int:
 def tma_view(matrix):
     """`matrix` (rows, cols, unit inner stride wanted) itself when the copy engine can address it,
     else a copy whose rows are padded to 16 bytes (a view of the original shape). Odd leading
-    dimensions pay for this copy inside the timed launch, as they would in use."""
+    dimensions of A and B pay for this copy inside the timed launch, as they would in use."""
     if _tma_readable(matrix):
         return matrix
     rows, cols = matrix.shape
@@ -124,23 +146,32 @@ def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
     return [config.BLOCK_SIZE_M, config.BLOCK_SIZE_N // 2 if epilogue_subtile else config.BLOCK_SIZE_N]
 
 
-def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias=None):
-    """C = A @ B (+ bias[m] on row m) with one persistent TMA config. A: (M, K), B: (K, N), C: (M, N)."""
+def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
+    return (persistent_programs(device, triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N)),)
+
+
+def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias=None, scale_a=None, scale_b=None):
+    """C = scale_a scale_b A @ B (+ bias[m] on row m) with one persistent TMA config. A: (M, K), B: (K, N),
+    C: (M, N), any strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither.
+
+    C is written in place: through a descriptor when the copy engine can address it, else through masked
+    pointer stores. A padded copy of C would cost a copy back out after the kernel (and one in before it,
+    to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097."""
     M, K = a.shape
     N = b.shape[1]
     a_col, b_col = is_column_major(a), is_column_major(b)
-    out = tma_view(c)  # copied in too, so that a tile the kernel missed still shows the caller's poison
-    tiles = triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N)
-    kernel[(persistent_programs(c.device, tiles),)](
+    c_tma = _tma_readable(c)
+    if c_tma:  # the strides go unused: None keeps them out of the kernel's specialization
+        c_arg, stride_cm, stride_cn = TensorDescriptor.from_tensor(c, output_block(config, epilogue_subtile)), None, None
+    else:
+        c_arg, (stride_cm, stride_cn) = c, c.stride()
+    kernel[_programs(config, M, N, c.device)](
         operand_descriptor(a, config.BLOCK_SIZE_M, config.BLOCK_SIZE_K, a_col),
         operand_descriptor(b, config.BLOCK_SIZE_K, config.BLOCK_SIZE_N, b_col),
-        TensorDescriptor.from_tensor(out, output_block(config, epilogue_subtile)),
-        bias, M, N, K, bias.stride(0) if bias is not None else 0,
-        A_COL=a_col, B_COL=b_col, HAS_BIAS=bias is not None,
+        c_arg, bias, scale_a, scale_b, M, N, K, stride_cm, stride_cn, bias.stride(0) if bias is not None else 0,
+        A_COL=a_col, B_COL=b_col, C_TMA=c_tma, HAS_BIAS=bias is not None, HAS_SCALES=scale_a is not None,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    if out is not c:
-        c.copy_(out)
     return c
 
 
@@ -151,20 +182,27 @@ def _mock_descriptor(dtype, rows: int, cols: int, block: list):
 
 
 def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, problem) -> dict:
-    """compile_config for the TMA family: compile for this problem's layouts without launching."""
+    """compile_config for the TMA family: compile the specialization launch_tma will use for this problem's
+    layouts and dtypes (C contiguous, as the tuner allocates it), without launching."""
     if INTERPRETED:
         return {}
+    mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     a_desc = _mock_descriptor(problem.dtype_a, K, M, [bk, bm]) if problem.col_a else _mock_descriptor(
         problem.dtype_a, M, K, [bm, bk])
     b_desc = _mock_descriptor(problem.dtype_b, N, K, [bn, bk]) if problem.col_b else _mock_descriptor(
         problem.dtype_b, K, N, [bk, bn])
-    c_desc = _mock_descriptor(problem.dtype_c, M, N, output_block(config, epilogue_subtile))
-    bias = triton.runtime.jit.MockTensor(problem.dtype_c) if problem.bias else None
-    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    c_tma = N * problem.dtype_c.itemsize % TMA_ALIGNMENT_BYTES == 0  # a contiguous C's rows, as _tma_readable sees them
+    if c_tma:
+        c_arg, c_strides = _mock_descriptor(problem.dtype_c, M, N, output_block(config, epilogue_subtile)), (None, None)
+    else:  # a contiguous C's real strides: Triton specializes on them (divisibility by 16, a stride of 1)
+        c_arg, c_strides = mock(problem.dtype_c), (N, 1)
+    bias = mock(problem.dtype_c) if problem.bias else None
+    scaled = is_fp8(problem.dtype_a)
+    scales = (mock(torch.float32), mock(torch.float32)) if scaled else (None, None)
     return loaded_resources(kernel.warmup(
-        a_desc, b_desc, c_desc, bias, M, N, K, 1 if problem.bias else 0,
-        A_COL=problem.col_a, B_COL=problem.col_b, HAS_BIAS=problem.bias,
-        num_warps=config.num_warps, num_stages=config.num_stages, grid=(persistent_programs("cuda", tiles),),
+        a_desc, b_desc, c_arg, bias, *scales, M, N, K, *c_strides, 1 if problem.bias else 0,
+        A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
+        num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
     ))

@@ -75,12 +75,14 @@ _TMA_KERNEL = Template('''
 
 # ---- $config_name ------------------------------------------------------------
 @triton.jit
-def $kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K, stride_bias, A_COL: tl.constexpr, B_COL: tl.constexpr,
-            HAS_BIAS: tl.constexpr):
-    tma_persistent_tile(a_desc, b_desc, c_desc, bias_ptr, M, N, K, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M,
-                        BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M,
-                        A_COL=A_COL, B_COL=B_COL, WARP_SPECIALIZE=$WARP_SPECIALIZE,
-                        EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE, HAS_BIAS=HAS_BIAS)
+def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_cm, stride_cn, stride_bias,
+            A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr,
+            HAS_SCALES: tl.constexpr):
+    tma_persistent_tile(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_cm, stride_cn,
+                        stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N,
+                        BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M, A_COL=A_COL, B_COL=B_COL,
+                        C_TMA=C_TMA, WARP_SPECIALIZE=$WARP_SPECIALIZE, EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE,
+                        HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES)
 ''')
 
 _TMA_LAUNCHER = Template('''
@@ -90,8 +92,8 @@ CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK
                                  num_stages=$num_stages)
 
 
-def $launcher(a, b, c, bias=None):
-    return launch_tma($kernel, CONFIG_$config_name, $epilogue_subtile, a, b, c, bias)
+def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
+    return launch_tma($kernel, CONFIG_$config_name, $epilogue_subtile, a, b, c, bias, scale_a, scale_b)
 
 
 def $compiler():

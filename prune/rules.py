@@ -6,8 +6,8 @@ rules are here, written against the GPU's own facts (`DeviceProfile`) instead of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from prune.config import Config
 from prune.device import DeviceProfile
@@ -48,7 +48,8 @@ def shared_memory_bytes(problem: GemmProblem, config: Config) -> int:
 
 
 def epilogue_shared_bytes(problem: GemmProblem, config: Config) -> int:
-    """Shared memory the TMA family stages its output tile in before the store (half with EPILOGUE_SUBTILE)."""
+    """Shared memory the TMA family stages its output tile in before the store (half with EPILOGUE_SUBTILE): the
+    copy engine's source buffer, or, for a C it cannot address, the layout conversion before the pointer store."""
     if not config.PERSISTENT_TMA:
         return 0
     tile_c = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N * problem.dtype_c.bytes
@@ -130,16 +131,17 @@ def _tma_hardware(problem: GemmProblem, config: Config, device: DeviceProfile) -
 def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least
     # 64 wide, whole warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest
-    # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts), at least double buffering (a single stage leaves the copy engine nothing to overlap), and
-    # the full K per program (a K split belongs to the plain family's reduction).
-    # 16-bit inputs only for now: fp32 (tf32) through TMA runs right under the interpreter but has not
-    # been checked on a GPU yet; fp8 would need the family to apply scales (and wgmma takes fp8 B only
-    # K-major, i.e. column-major B), int8 has no wgmma path in Triton's TMA examples.
+    # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts; BLOCK_K >= 128
+    # for 1-byte inputs), at least double buffering (a single stage leaves the copy engine nothing to
+    # overlap), and the full K per program (a K split belongs to the plain family's reduction).
+    # 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into int32). A row-major 8-bit B is kept: wgmma
+    # reads 8-bit operands only K-major, and Triton re-lays such a tile out in shared memory (slower, not
+    # refused). fp32 (tf32) through TMA runs right under the interpreter but has not been checked on a GPU.
     if not config.PERSISTENT_TMA:
         return True
-    return (problem.dtype_a.bytes == 2 and config.SPLIT_K == 1 and config.BLOCK_SIZE_M >= 64 and config.BLOCK_SIZE_N >= 64
-            and config.num_warps in (4, 8) and config.BLOCK_SIZE_K * problem.dtype_a.bytes >= 128
-            and config.num_stages >= 2)
+    return (problem.dtype_a.bytes in (1, 2) and config.SPLIT_K == 1 and config.BLOCK_SIZE_M >= 64
+            and config.BLOCK_SIZE_N >= 64 and config.num_warps in (4, 8)
+            and config.BLOCK_SIZE_K * problem.dtype_a.bytes >= 128 and config.num_stages >= 2)
 
 
 def _epilogue_subtile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -175,8 +177,8 @@ RULES: tuple[Rule, ...] = (
 # RULES, which never look at those knobs: pruning checks RULES once per tile config and these once per family.
 FAMILY_RULES: tuple[Rule, ...] = (
     Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
-    Rule("tma_tile", "TMA family: 16-bit inputs, SPLIT_K=1, BLOCK_M,N >= 64, BLOCK_K >= 128 bytes, num_warps 4|8, num_stages >= 2",
-         _tma_tile),
+    Rule("tma_tile", "TMA family: 16- or 8-bit inputs (no fp32), SPLIT_K=1, BLOCK_M,N >= 64, BLOCK_K >= 128 bytes, "
+         "num_warps 4|8, num_stages >= 2", _tma_tile),
     Rule("epilogue_subtile", "EPILOGUE_SUBTILE only with BLOCK_N >= 128", _epilogue_subtile),
     Rule("tma_shared_memory", "TMA family: pipeline stages plus the output tile fit in shared memory",
          _tma_shared_memory),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device-machine call: GPU tests, then full-space tuning of the closing-note sizes and the benchmark.
-# Usage (device tool, carry .whl): bash scripts/device_run.sh [tests|tune]
+# Usage (device tool, carry .whl): bash scripts/device_run.sh tests [FILES] | breakdown M N K CONFIG... |
+#   sizes SIZES_FILE [TUNER ARGS] | bench RESULTS_FILE | tune
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1
@@ -8,15 +9,35 @@ export PYTHONUNBUFFERED=1
 FINAL=${OUT:-/tmp/out}; OUT=/tmp/o; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 trap 'tar -czf "$FINAL/device_out.tgz" -C "$OUT" .' EXIT
 ROOT=$PWD
+mode=${1:-tests}; shift || true
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
-if [ "${1:-tests}" = tests ]; then
-  # the newest GPU tests first; the long tuning/ncu tests last (the call's time limit may cut them)
-  timeout "${TEST_SECONDS:-270}" python3 -m pytest -m gpu -q -s -p no:cacheprovider tests/gpu/test_tma_family_gpu.py \
-    tests/gpu/test_runtime_gpu.py tests/gpu/test_benchmark_gpu.py tests/gpu/test_run_knobs_gpu.py \
-    tests/gpu/test_search_gpu.py tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py 2>&1 \
-    | tee "$OUT/pytest_gpu.log" | grep -E "passed|failed|error|winner|FAILED|Error|compile ahead" | tail -40
+if [ "$mode" = tests ]; then
+  # one pytest per file (newest first), so that a time-out loses one file's summary, not all of them
+  files=${*:-tests/gpu/test_tma_family_gpu.py tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
+    tests/gpu/test_benchmark_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
+    tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}
+  deadline=$(( $(date +%s) + ${TEST_SECONDS:-270} ))
+  for file in $files; do
+    left=$(( deadline - $(date +%s) )); [ "$left" -gt 5 ] || { echo "not run (time): $file" | tee -a "$OUT/pytest_gpu.log"; continue; }
+    timeout "$left" python3 -m pytest -m gpu -q -s -p no:cacheprovider --tb=short -rfE "$file" 2>&1 \
+      | tee -a "$OUT/pytest_gpu.log" | grep -E "passed|failed|FAILED|ERROR|compile ahead" | tail -15
+  done
 fi
-if [ "${1:-tune}" = tune ]; then
+if [ "$mode" = breakdown ]; then
+  python3 benchmarks/breakdown.py "$@" 2>&1 | tee "$OUT/breakdown.log"
+fi
+if [ "$mode" = sizes ]; then
+  # tune every size of a sizes file; the results file is written straight to the returned folder, so a
+  # time-out keeps every size already done
+  sizes=$1; shift
+  ( time python3 tune_gemm.py --gemm_size_file "$sizes" --compare --quiet --tuning_results_file "$FINAL/tuned.yaml" "$@" ) \
+    2>&1 | grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\." | tee "$OUT/tune_sizes.log" | grep -E "PASS|FAIL|real|winner|error" | tail -40
+fi
+if [ "$mode" = bench ]; then
+  python3 benchmarks/bench_gemm.py "$1" --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" 2>&1 \
+    | tee "$OUT/bench.log" | grep -v Warning | tail -16
+fi
+if [ "$mode" = tune ]; then
   cd /tmp && rm -f tuned.yaml halving.yaml
   for size in "-m 4096 -n 4096 -k 4096" "-m 4095 -n 4097 -k 1023"; do
     ( time python3 "$ROOT/tune_gemm.py" $size --compare --quiet --time_breakdown --tuning_results_file /tmp/tuned.yaml \

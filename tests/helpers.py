@@ -6,6 +6,9 @@ from prune.device import DeviceProfile
 from tuner.dtypes import DTYPES
 from tuner.problem import GemmProblem
 
+# The dtypes the run-time matmul takes (fp8 and int8 stay with the tuner: it takes no scales, makes no int32).
+RUNTIME_DTYPES = [name for name, dtype in DTYPES.items() if dtype.kind == "float"]
+
 SMALL_SPACE_YAML = """\
 BLOCK_SIZE_M: [16, 32]
 BLOCK_SIZE_N: [16, 32]

@@ -1,4 +1,6 @@
-"""gen.tma_family: the persistent TMA kernel family, generated and run under the interpreter at odd sizes."""
+"""gen.tma_family: the persistent TMA kernel family, generated and run under the interpreter at odd sizes: C stored
+through its descriptor or, when the copy engine cannot address it, through masked pointers in place; fp8/bf8 with
+their scales and int8 into int32."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from helpers import problem
 
 from gen import render, write_module
 from gen.loader import load_module
+from gen.naming import kernel_name
 from prune.config import Config
 
 TMA_CONFIGS = [
@@ -70,3 +73,137 @@ def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp
     view = module.tma_view(odd)
     assert view.shape == odd.shape and view.stride(0) * 2 % 16 == 0 and torch.equal(view, odd)
     assert module.persistent_programs("cpu", 2) == 2 and module.persistent_programs("cpu", 1000) >= 1
+
+
+class _KernelSpy:
+    """Stands in for a generated kernel: records the arguments of each launch, then launches the real kernel."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.launches = []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launches.append((args, kwargs))
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+def _spied(monkeypatch, module, config: Config) -> _KernelSpy:
+    spy = _KernelSpy(getattr(module, kernel_name(config)))
+    monkeypatch.setattr(module, kernel_name(config), spy)  # the launcher looks its kernel up at call time
+    return spy
+
+
+# N odd: fp16 rows of 2N bytes are not 16-byte aligned, so the copy engine cannot store C; N = 64: it can.
+@pytest.mark.parametrize("N,through_descriptor", [(67, False), (64, True)])
+def test_c_is_stored_in_place_through_its_descriptor_or_through_pointers(tmp_path, interpreter_env, monkeypatch, N,
+                                                                         through_descriptor):
+    module = load_module(write_module(problem(70, N, 90), TMA_CONFIGS, tmp_path))
+    for config in TMA_CONFIGS:
+        spy = _spied(monkeypatch, module, config)
+        a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=4)
+        module.poison(c)
+        module.LAUNCHERS[str(config)](a, b, c)
+        assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, config
+        [(args, kwargs)] = spy.launches
+        assert kwargs["C_TMA"] is through_descriptor, config
+        c_arg = args[2]
+        if through_descriptor:
+            assert isinstance(c_arg, module.TensorDescriptor) and c_arg.base is c, config
+            assert args[9:11] == (None, None)  # no strides: they stay out of the specialization
+        else:
+            assert c_arg is c and args[9:11] == c.stride(), config  # C itself: no copy in or out
+
+
+SENTINEL = 7.0  # a finite value the kernels never write where it is checked
+MARGIN = 136  # storage around C's view, wider than any tile: an unmasked store past the view lands in it and shows
+
+
+def _c_in_storage(view: str, M: int, N: int) -> tuple:
+    """(storage filled with SENTINEL, a view of it as C (M, N), the mask of the storage outside that view)."""
+    if view == "transposed":  # C column-major: unit row stride, so pointers
+        storage = torch.full((N + MARGIN, M + MARGIN), SENTINEL).half()
+        index = (slice(1, N + 1), slice(0, M))
+        c = storage[index].t()
+    else:  # "sliced": rows of N + MARGIN - 5 halves, starting 2 halves in (not 16-byte aligned); "sliced_aligned":
+        # rows of N + MARGIN halves (a multiple of 8), starting 8 halves in (aligned)
+        width, first = (N + MARGIN - 5, 2) if view == "sliced" else (N + MARGIN, 8)
+        storage = torch.full((M + MARGIN, width), SENTINEL).half()
+        index = (slice(1, M + 1), slice(first, first + N))
+        c = storage[index]
+    outside = torch.ones_like(storage, dtype=torch.bool)
+    outside[index] = False
+    return storage, c, outside
+
+
+@pytest.mark.parametrize("view,through_descriptor", [("sliced", False), ("sliced_aligned", True),
+                                                     ("transposed", False)])
+def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env, monkeypatch, view,
+                                                      through_descriptor):
+    M, N = 70, 64  # tiles of 64 and 128 cut the view's edges, so a store past them would show
+    module = load_module(write_module(problem(M, N, 90), TMA_CONFIGS, tmp_path))
+    for config in TMA_CONFIGS:
+        spy = _spied(monkeypatch, module, config)
+        storage, c, outside = _c_in_storage(view, M, N)
+        module.poison(c)
+        a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=6)
+        module.LAUNCHERS[str(config)](a, b, c)
+        assert spy.launches[0][1]["C_TMA"] is through_descriptor, (config, view)
+        assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
+        assert bool((storage[outside] == SENTINEL).all()), (config, view)
+
+
+# 8-bit inputs take K tiles of 128 (prune rule tma_tile); one config subtiles the epilogue, one specializes warps.
+TMA_8BIT_CONFIGS = [
+    Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1),
+    Config(64, 128, 128, 2, 1, 8, 2, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
+    Config(64, 64, 128, 1, 1, 4, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1),
+]
+
+
+# N = 45: C's rows are not 16-byte aligned for any output type (pointer store); N = 64: they are (descriptor).
+# K = 150: A's and B's rows are padded copies, and the last K tile is cut.
+@pytest.mark.parametrize("dtype,dtype_c", [("fp8", "fp16"), ("bf8", "bf16"), ("fp8", "fp32"), ("int8", "int32")])
+@pytest.mark.parametrize("col_b", [False, True])
+@pytest.mark.parametrize("M,N,K,bias", [(37, 45, 150, False), (70, 64, 256, True)])
+def test_8_bit_inputs_match_float64(tmp_path, interpreter_env, dtype, dtype_c, col_b, M, N, K, bias):
+    from dataclasses import replace
+
+    p = replace(problem(M, N, K, dtype, False, col_b, dtype_c), bias=bias)
+    module = load_module(write_module(p, TMA_8BIT_CONFIGS, tmp_path))
+    for name, launcher in module.LAUNCHERS.items():
+        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=8)
+        assert error <= p.dtype_a.tolerance, (name, error)  # int8: 0, exact
+
+
+@pytest.mark.parametrize("dtype", ["fp8", "bf8"])
+def test_the_fp8_scales_are_applied_once_before_the_bias(tmp_path, interpreter_env, dtype):
+    from dataclasses import replace
+
+    module = load_module(write_module(replace(problem(37, 45, 150, dtype, col_b=True, dtype_c="fp32"), bias=True),
+                                      TMA_8BIT_CONFIGS[:2], tmp_path))
+    a, b, c, bias, scale_a, scale_b = module.make_operands(module.PROBLEM, "cpu", seed=1)
+    bias *= 10  # as large as the products, so that a scaled bias shows too
+    for name, launcher in module.LAUNCHERS.items():
+        module.poison(c)
+        launcher(a, b, c, bias, scale_a, scale_b)
+        assert module.relative_error(c, a, b, bias, scale_a, scale_b) <= module.PROBLEM.tolerance, name
+        # the scales are far from 1: leaving them out, applying one twice, or scaling the bias are all far off
+        assert module.relative_error(c, a, b, bias) > 0.5, name
+        assert module.relative_error(c, a, b.float() * scale_b, bias, scale_a, scale_b) > 0.5, name
+        assert module.relative_error(c, a, b, bias * scale_a * scale_b, scale_a, scale_b) > 0.5, name
+
+
+def test_int8_accumulates_exactly_in_int32(tmp_path, interpreter_env):
+    # 127*127*2048 products reach ~3.3e7 > 2^24: an fp32 accumulator would round, an int32 one is exact
+    module = load_module(write_module(problem(33, 17, 2048, "int8", dtype_c="int32"), TMA_8BIT_CONFIGS[:1], tmp_path))
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=2)
+    a.fill_(127)
+    b.fill_(127)
+    a[0, 0] = 126  # one product less: 127*127*2048 - 127 is not an fp32 value
+    for launcher in module.LAUNCHERS.values():
+        module.poison(c)
+        launcher(a, b, c)
+        assert c.dtype == torch.int32
+        assert bool((c[0] == 127 * 127 * 2048 - 127).all()) and bool((c[1:] == 127 * 127 * 2048).all())

@@ -8,6 +8,7 @@ import itertools
 
 import pytest
 import torch
+from helpers import RUNTIME_DTYPES
 
 from runtime import dispatch
 from runtime.lookup import BUCKET, DEFAULT, EXACT, M_BUCKET
@@ -52,7 +53,7 @@ CASES = [
     (300, 700, 900, "fp32", False, True, None, EXACT),
     (256, 256, 256, "fp16", True, True, "fp32", EXACT),
     *((333, 77, 515, dtype, col_a, col_b, None, DEFAULT)
-      for dtype, col_a, col_b in itertools.product(DTYPES, (False, True), (False, True))),
+      for dtype, col_a, col_b in itertools.product(RUNTIME_DTYPES, (False, True), (False, True))),
 ]
 
 

@@ -1,4 +1,6 @@
-"""On a Hopper GPU (`pytest -m gpu`): the persistent TMA family compiles ahead of launch, runs right, times whole."""
+"""On a Hopper GPU (`pytest -m gpu`): the persistent TMA family compiles ahead of launch the very binary the launch
+uses, runs right (fp16/bf16; fp8/bf8 with scales and int8 into int32; C stored through its descriptor or, unaligned,
+through pointers in place), and times whole."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from helpers import problem
 
 from gen import write_module
 from gen.loader import load_module
+from gen.naming import kernel_name
 from prune.config import Config
 
 pytestmark = [
@@ -23,29 +26,81 @@ CONFIGS = [
     Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
     Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1),
 ]
+# 8-bit inputs: K tiles of 128 (prune rule tma_tile); all three fit shared memory with an int32 output tile.
+CONFIGS_8BIT = [
+    Config(128, 128, 128, 8, 1, 4, 4, PERSISTENT_TMA=1),
+    Config(128, 256, 128, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
+    Config(128, 128, 128, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1),
+]
 
 
+def _binaries(kernel) -> int:
+    """How many binaries Triton holds in memory for `kernel` on this GPU (its internal cache, Triton 3.3+)."""
+    return len(kernel.device_caches[torch.cuda.current_device()][0])
 
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])  # the rules keep the family to 16-bit inputs
+
+def _check_compiled_ahead(tmp_path, p, configs: list) -> dict:
+    """Compile each config ahead as the compile pool does (mock arguments, no launch), then check it against float64
+    with C poisoned; a launch that compiles another binary means compile_tma_config missed its specialization.
+    Returns what the compile-ahead said per config (a config whose compile fails is counted, as the tuner does)."""
+    module = load_module(write_module(p, configs, tmp_path))
+    ahead, failures = {}, {}
+    for config in configs:
+        name, kernel = str(config), getattr(module, kernel_name(config))
+        try:
+            module.COMPILERS[name]()
+        except Exception as error:  # noqa: BLE001 - reported; the tuner counts compile failures, never launches them
+            ahead[name] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+            continue
+        ahead[name] = "ok"
+        compiled = _binaries(kernel)
+        error = module.check_config(module.LAUNCHERS[name], module.PROBLEM, "cuda", seed=7)
+        if not error <= p.dtype_a.tolerance:
+            failures[name] = error
+        if _binaries(kernel) != compiled:
+            failures[name] = "the launch compiled a binary of its own: compile-ahead specialized differently"
+    print(f"compile ahead {p.label}: {ahead}")
+    assert not failures, failures
+    assert "ok" in ahead.values(), ahead
+    return ahead
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", [
     (1024, 1024, 1024, False, False),
-    (4095, 4097, 1023, False, False),  # odd leading dimensions: padded copies
+    (4095, 4097, 1023, False, False),  # odd leading dimensions: A and B padded copies, C stored through pointers
     (1000, 1000, 1000, True, True),
     (777, 2048, 512, False, True),
+    (4096, 4097, 4096, False, True),  # only C unaligned: no copy at all
 ])
 def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
-    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), CONFIGS, tmp_path))
-    ahead = {}
+    _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), CONFIGS)
+
+
+@pytest.mark.parametrize("dtype,dtype_c", [("fp8", "fp16"), ("bf8", "bf16"), ("fp8", "fp32"), ("int8", "int32")])
+@pytest.mark.parametrize("M,N,K,col_b,bias", [
+    (4096, 4096, 4096, True, False),  # torch._scaled_mm's layout: B column-major, K-major for wgmma
+    (4096, 4096, 4096, False, True),  # a row-major 8-bit B: Triton re-lays it out K-major
+    (1000, 1001, 1000, True, True),  # odd N: C through pointers; K rows of 1000 bytes: padded A and B copies
+])
+def test_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype, dtype_c, M, N, K, col_b, bias):
+    _check_compiled_ahead(tmp_path, replace(problem(M, N, K, dtype, False, col_b, dtype_c), bias=bias), CONFIGS_8BIT)
+
+
+def test_unaligned_c_has_no_region_written_outside_its_view(tmp_path):
+    """A sliced C whose rows are not 16-byte aligned: pointer stores fill it and leave the storage around it alone."""
+    M, N, K = 4095, 4097, 1023
+    module = load_module(write_module(problem(M, N, K), CONFIGS, tmp_path))
+    a, b, _ = module.make_operands(module.PROBLEM, "cuda", seed=3)
+    storage = torch.full((M + 300, N + 301), 7.0, dtype=torch.float16, device="cuda")
+    c = storage[1:M + 1, 3:N + 3]
+    outside = torch.ones_like(storage, dtype=torch.bool)
+    outside[1:M + 1, 3:N + 3] = False
     for name, launcher in module.LAUNCHERS.items():
-        try:
-            module.COMPILERS[name]()  # what the compile pool does: mock descriptors, no launch
-            ahead[name] = "ok"
-        except Exception as error:  # noqa: BLE001 - reported below; the launch must still be right
-            ahead[name] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
-        error = module.check_config(launcher, module.PROBLEM, "cuda", seed=7)
-        assert error <= module.PROBLEM.tolerance, (name, error)
-    print(f"compile ahead {dtype} {M}x{N}x{K} {col_a} {col_b}: {ahead}")
-    assert "ok" in ahead.values(), ahead
+        module.poison(c)
+        launcher(a, b, c)
+        assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, name
+        assert bool((storage[outside] == 7.0).all()), name
 
 
 def test_bias_on_gpu(tmp_path):
@@ -58,17 +113,29 @@ def test_bias_on_gpu(tmp_path):
         assert module.relative_error(c, a, b, bias) <= module.PROBLEM.tolerance
 
 
-def test_cupti_counts_the_padding_copies(tmp_path):
-    """A launch that pads odd rows runs copy kernels too: the timer must count them, not just the GEMM."""
+def _kernels_per_launch(module, launches: int = 6) -> tuple:
+    """Time a one-config module's launches with cupti: (kernels per launch, per-launch totals, the GEMM's rows)."""
     from profiling.backends import CuptiTimer
     from profiling.schema import per_launch_totals
 
-    module = load_module(write_module(problem(4095, 4097, 1023), CONFIGS[:1], tmp_path))
     (name, launcher), = module.LAUNCHERS.items()
     a, b, c = module.make_operands(module.PROBLEM, "cuda")
-    rows = CuptiTimer().measure(name, lambda i: launcher(a, b, c), 6)
-    kernels_per_launch = len(rows) / 6
-    assert kernels_per_launch > 1  # the GEMM plus its copies
-    totals = per_launch_totals(rows, name)
+    rows = CuptiTimer().measure(name, lambda i: launcher(a, b, c), launches)
     gemm_only = [r.duration_ns for r in rows if r.kernel_name.startswith("matmul_kernel_")]
+    return len(rows) / launches, per_launch_totals(rows, name), gemm_only
+
+
+def test_cupti_counts_the_padding_copies(tmp_path):
+    """A launch that pads odd rows of A and B runs copy kernels too: the timer must count them, not just the GEMM."""
+    module = load_module(write_module(problem(4095, 4097, 1023), CONFIGS[:1], tmp_path))
+    kernels_per_launch, totals, gemm_only = _kernels_per_launch(module)
+    assert kernels_per_launch > 1  # the GEMM plus its copies
     assert len(totals) == 6 and all(t.duration_ns > g for t, g in zip(totals, gemm_only))
+
+
+def test_an_unaligned_c_alone_costs_no_copy(tmp_path):
+    """A and B addressable (B column-major, K = 4096), C's rows of 4097 halves not: the launch is the GEMM alone,
+    C stored in place through pointers."""
+    module = load_module(write_module(problem(4096, 4097, 4096, col_b=True), CONFIGS[:1], tmp_path))
+    kernels_per_launch, _, _ = _kernels_per_launch(module)
+    assert kernels_per_launch == 1

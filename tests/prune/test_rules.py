@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from helpers import problem
+
 from prune import FULL_SPACE, PruneResult, RangeSpace, prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
@@ -140,7 +140,7 @@ def test_rules_by_name_matches_rules():
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
-TMA = dict(PERSISTENT_TMA=1)
+TMA = {"PERSISTENT_TMA": 1}
 
 
 @pytest.mark.parametrize("name, config, kept", [
@@ -164,10 +164,28 @@ def test_family_rules(name, config, kept):
     assert RULES_BY_NAME[name].keep(BIG, config, IP) is kept
 
 
-def test_tma_family_only_for_16_bit_inputs():
-    config = Config(128, 128, 64, num_stages=2, **TMA)
-    assert RULES_BY_NAME["tma_tile"].keep(problem(4096, 4096, 4096, "bf16"), config, IP)
-    assert not RULES_BY_NAME["tma_tile"].keep(problem(4096, 4096, 4096, "fp32"), config, IP)
+@pytest.mark.parametrize("dtype,dtype_c,block_k,kept", [
+    ("bf16", "bf16", 64, True),
+    ("fp32", "fp32", 64, False),  # not checked on a GPU yet
+    ("fp32", "fp32", 128, False),
+    ("fp8", "fp16", 64, False),  # 64-byte K rows: below the 128-byte swizzle
+    ("fp8", "fp16", 128, True),
+    ("bf8", "bf16", 256, True),
+    ("int8", "int32", 64, False),
+    ("int8", "int32", 128, True),
+])
+def test_tma_family_takes_16_and_8_bit_inputs_in_k_rows_of_128_bytes(dtype, dtype_c, block_k, kept):
+    config = Config(128, 128, block_k, num_stages=2, **TMA)
+    assert RULES_BY_NAME["tma_tile"].keep(problem(4096, 4096, 4096, dtype, col_b=True, dtype_c=dtype_c), config,
+                                          IP) is kept
+
+
+def test_an_8_bit_tma_space_keeps_both_layouts_of_b():
+    # wgmma reads 8-bit operands K-major only; Triton re-lays out a row-major B, so no rule removes it
+    for col_b in (False, True):
+        kept = prune(problem(4096, 4096, 4096, "fp8", col_b=col_b, dtype_c="fp16"), IP).configs
+        tma = [c for c in kept if c.PERSISTENT_TMA]
+        assert tma and min(c.BLOCK_SIZE_K for c in tma) == 128
 
 
 def test_tma_family_needs_tma_hardware():

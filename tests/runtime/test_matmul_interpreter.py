@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import RUNTIME_DTYPES
 
 from prune.device import INTERPRETER_PROFILE
 from tuner.dtypes import DTYPES
 
 HERE = Path(__file__).resolve().parent
-RUNTIME_DTYPES = [name for name, dtype in DTYPES.items() if dtype.kind == "float"]  # no fp8/int8 at run time yet
 CPU = INTERPRETER_PROFILE.name
 RESULTS = f"""\
 - {{M: 33, N: 17, K: 40, rowMajorA: T, rowMajorB: T, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 16, GROUP_SIZE_M: 2, SPLIT_K: 2, num_warps: 1, num_stages: 1, gpu: {CPU}}}
