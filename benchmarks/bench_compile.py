@@ -1,8 +1,8 @@
 """Compile throughput of the two compile pools (`--compile_pool process|thread`), cold and warm cache.
 
 For one size's pruned space (the full space; `--limit N` takes every k-th config so that N remain, a
-spread of the space, to fit a time limit) the compile stage (tuner.compile.compile_all) runs four
-times, each in a fresh process: the process pool with an empty Triton cache (cold: everything is
+spread of the space, to fit a time limit) the compile stage (tuner.compile.compile_all, each config
+loaded from its part module as in the tuner, gen.parts) runs four times, each in a fresh process: the process pool with an empty Triton cache (cold: everything is
 built), the process pool again on that cache (warm: what a second size sharing the binaries costs),
 then the same two for the thread pool with its own empty cache. Prints configs/s per measurement and
 writes OUT.csv and OUT.md.
@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen import write_module
+from gen.parts import write_parts
 from prune import prune
 from prune.device import detect_device
 from prune.space import space_for
@@ -40,10 +41,11 @@ def _spread(names: list[str], limit: int | None) -> list[str]:
     return [names[int(i * step)] for i in range(limit)]
 
 
-def measure(module: Path, names: list[str], workers: int, pool: str) -> dict:
-    """Compile in this process (its environment names the cache); what a measurement prints as JSON."""
+def measure(module: Path, parts: dict[str, str], workers: int, pool: str) -> dict:
+    """Compile the configs of `parts` (config -> part module) in this process (its environment names the
+    cache); what a measurement prints as JSON."""
     started = time.perf_counter()
-    outcome = compile_all(module, names, workers, interpret=False, pool=pool)
+    outcome = compile_all(module, list(parts), workers, interpret=False, pool=pool, parts=parts)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "compiled": len(outcome.compiled), "failed": len(outcome.failed)}
 
@@ -82,8 +84,9 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_compile_") as workdir:
         module = write_module(problem, pruned, Path(workdir))
+        parts = write_parts(problem, pruned, Path(workdir))
         names_file = Path(workdir) / "names.json"
-        names_file.write_text(json.dumps(names))
+        names_file.write_text(json.dumps({name: str(parts[name]) for name in names}))
         for pool in filter(None, (p.strip() for p in args.pools.split(","))):
             cache = Path(tempfile.mkdtemp(prefix=f"cache_{pool}_", dir=workdir))
             for state in ("cold", "warm"):

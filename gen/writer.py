@@ -179,9 +179,10 @@ def generated_filename(problem: GemmProblem) -> str:
     return f"generated_kernel{problem.file_tag}.py"
 
 
-def write_module(problem: GemmProblem, configs: list[Config], directory: Path) -> Path:
-    """Write the generated module into `directory` (atomically) and return its path."""
-    path = Path(directory) / generated_filename(problem)
+def write_module(problem: GemmProblem, configs: list[Config], directory: Path, filename: str | None = None) -> Path:
+    """Write the generated module into `directory` (atomically) as `filename` (default: generated_filename) and
+    return its path."""
+    path = Path(directory) / (filename or generated_filename(problem))
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(render(problem, configs, path.name))
     os.replace(temporary, path)

@@ -1,10 +1,11 @@
-"""Child process: loads a generated kernel module, times and checks its configs, writes CSV and JSON.
+"""Child process: loads generated kernel modules, times and checks their configs, writes CSV and JSON.
 
 Run as `python -m profiling.child JOB.json`. It is the unit of crash isolation: whatever a kernel
 does to this process, the tuner only loses the config that was running (see progress_path).
 Configs are timed in batches (`job.batch`, one timer session each, in the order profiling.stream
 gives): a batch's rows are written, and its configs marked done, once the batch is over, so a crash
-inside a batch leaves its other configs to the next child.
+inside a batch leaves its other configs to the next child. Each config comes from its part module when
+the job names one (gen.parts), else from the job's module; each module is loaded when a config first needs it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from gen.loader import load_module
+from gen.loader import ModuleCache
 from gen.naming import kernel_name
 from profiling.backends import TIMERS, Session, no_flush
 from profiling.baselines import baseline_for
@@ -162,7 +163,10 @@ def _with_fault(launcher, fault: str | None, on_gpu: bool):
 
 
 def run(job: ChildJob) -> int:
-    module = load_module(job.module_path)
+    modules = ModuleCache()
+    configs = [*job.time_configs, *job.check_configs]
+    # the first config's module, which the child loads anyway, serves the family's helpers (the same in every part)
+    module = modules.get(job.module_of(configs[0]) if configs else job.module_path)
     device = "cpu" if module.INTERPRETED else "cuda"
     timer = TIMERS[job.timer]()
     progress = _Progress(job.progress_path)
@@ -172,8 +176,11 @@ def run(job: ChildJob) -> int:
     sets = _operand_sets(module, job, device) if timing else []
     flush = CacheFlush(job.l2_bytes, device) if job.cache_flush and timing else no_flush
 
+    def launcher_of(name: str):
+        return _with_fault(modules.get(job.module_of(name)).LAUNCHERS[name], faults.get(name), device == "cuda")
+
     def measure_config(session: Session, name: str) -> None:
-        launcher = _with_fault(module.LAUNCHERS[name], faults.get(name), device == "cuda")
+        launcher = launcher_of(name)
         session.measure(kernel_name(Config.parse(name)), lambda i: launcher(*sets[i % len(sets)]), count, flush)
 
     def config_rows(session: Session, name: str) -> list:
@@ -192,8 +199,7 @@ def run(job: ChildJob) -> int:
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))
 
     def check(name: str) -> None:
-        launcher = _with_fault(module.LAUNCHERS[name], faults.get(name), device == "cuda")
-        error = module.check_config(launcher, module.PROBLEM, device, seed=job.seed + 1000)
+        error = module.check_config(launcher_of(name), module.PROBLEM, device, seed=job.seed + 1000)
         _save_check(Path(job.check_path), name, error)
 
     for batch in config_batches(job):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 @dataclass
 class ChildJob:
-    module_path: str  # the generated kernel module
+    module_path: str  # the generated kernel module: it holds every config
     timer: str  # cupti, events or host
     csv_path: str  # timing rows are appended here (schema.COLUMNS)
     progress_path: str  # "start <config>" / "done <config>" lines, flushed as the child goes
@@ -29,6 +29,11 @@ class ChildJob:
     stop_path: str = ""  # stop timing once this file exists (the tuner's time budget is spent)
     batch: int = 1  # configs timed per profiler session (cupti), their rows written together
     seed: int = 0
+    parts: dict[str, str] = field(default_factory=dict)  # config -> a smaller module that holds it (gen.parts)
+
+    def module_of(self, name: str) -> str:
+        """The module to load config `name` from: its part when the job names one, else the whole module."""
+        return self.parts.get(name, self.module_path)
 
     def save(self, path: Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))

@@ -3,25 +3,23 @@
 Workers (`--num_threads`) are separate processes (spawned, so none inherits a GPU context) or threads
 of the tuner (`--compile_pool thread`: no start-up, and ptxas runs as a process of its own; how much of
 Triton's own passes run without holding the GIL decides whether they keep up, which
-benchmarks/bench_compile.py measures). Each imports the
-generated module once and calls its try_config_* helpers, which fill Triton's on-disk cache that the
-profiling child then loads from. A config that fails to compile is recorded, never fatal.
+benchmarks/bench_compile.py measures). Each calls the generated compile helper of every config it is
+given, which fills Triton's on-disk cache that the profiling child then loads from. A config is loaded
+from its part module when the caller names one (gen.parts), else from the whole module; a worker loads
+each module once, when a config first needs it. A config that fails to compile is recorded, never fatal.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.pool import ThreadPool
 from pathlib import Path
 
-from gen.loader import load_module
+from gen.loader import ModuleCache
 from profiling.faults import injected_faults, trigger
-
-_module = None
-_faults: dict[str, str] = {}
 
 
 @dataclass
@@ -32,54 +30,70 @@ class CompileOutcome:
     seconds: float = 0.0
 
 
-def _load(module_path: str) -> None:
-    global _module, _faults
-    _faults = injected_faults()
-    _module = load_module(module_path)
-
-
-def _compile_one(name: str) -> tuple[str, str | None, dict]:
-    try:
-        if _faults.get(name) == "compile":
-            trigger("compile", on_gpu=False)
-        return name, None, _module.COMPILERS[name]() or {}
-    except Exception as error:  # any compiler error only disqualifies this config
-        reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
-        return name, reason, {}
-
-
 POOLS = ("process", "thread")
 CompileResult = tuple[str, str | None, dict]  # config name, failure reason (None: compiled), resources
+Task = tuple[str, str]  # config name, the module to load it from
 
 
-def compile_stream(module_path: Path, names: list[str], workers: int, interpret: bool,
-                   pool: str = "process") -> Iterator[CompileResult]:
-    """Compile `names` from the module with `workers` workers of kind `pool`; yields each result as it
-    completes, roughly in the order of `names`. Closing the iterator early stops the workers."""
+class _Worker:
+    """What compiles in one process (shared by the threads of a thread pool): modules loaded as needed."""
+
+    def __init__(self):
+        self.modules = ModuleCache()
+        self.faults = injected_faults()
+
+    def compile(self, task: Task) -> CompileResult:
+        name, path = task
+        compilers = self.modules.get(path).COMPILERS  # a module that does not load fails the stage, not a config
+        try:
+            if self.faults.get(name) == "compile":
+                trigger("compile", on_gpu=False)
+            return name, None, compilers[name]() or {}
+        except Exception as error:  # any compiler error only disqualifies this config
+            reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+            return name, reason, {}
+
+
+_worker: _Worker | None = None  # a process pool worker's own
+
+
+def _start_worker() -> None:
+    global _worker
+    _worker = _Worker()
+
+
+def _compile_in_worker(task: Task) -> CompileResult:
+    return _worker.compile(task)
+
+
+def compile_stream(module_path: Path, names: list[str], workers: int, interpret: bool, pool: str = "process",
+                   parts: Mapping[str, Path] | None = None) -> Iterator[CompileResult]:
+    """Compile `names` with `workers` workers of kind `pool`, each config from its module in `parts` (gen.parts)
+    or else from the module at `module_path`; yields each result as it completes, roughly in the order of
+    `names`. Closing the iterator early stops the workers."""
     if pool not in POOLS:
         raise ValueError(f"compile pool must be one of {POOLS}, got {pool!r}")
     workers = max(1, min(workers, len(names)))
+    tasks = [(name, str((parts or {}).get(name, module_path))) for name in names]
     if interpret:  # the interpreter runs kernels from source: nothing to build, the helpers run in this process
-        _load(str(module_path))
-        yield from map(_compile_one, names)
+        yield from map(_Worker().compile, tasks)
     elif pool == "thread":
-        _load(str(module_path))
         with ThreadPool(workers) as threads:
-            yield from threads.imap_unordered(_compile_one, names)
+            yield from threads.imap_unordered(_Worker().compile, tasks)
     else:
         import multiprocess
 
         context = multiprocess.get_context("spawn")
-        with context.Pool(workers, initializer=_load, initargs=(str(module_path),)) as processes:
-            yield from processes.imap_unordered(_compile_one, names)
+        with context.Pool(workers, initializer=_start_worker) as processes:
+            yield from processes.imap_unordered(_compile_in_worker, tasks)
 
 
 def compile_all(module_path: Path, names: list[str], workers: int, interpret: bool, on_done=None,
-                pool: str = "process") -> CompileOutcome:
-    """Compile `names` from the module (see compile_stream); on_done(name) after each."""
+                pool: str = "process", parts: Mapping[str, Path] | None = None) -> CompileOutcome:
+    """Compile `names` from the module or their parts (see compile_stream); on_done(name) after each."""
     outcome = CompileOutcome()
     started = time.perf_counter()
-    for result in compile_stream(module_path, names, workers, interpret, pool):
+    for result in compile_stream(module_path, names, workers, interpret, pool, parts):
         add_result(outcome, result)
         if on_done:
             on_done(result[0])

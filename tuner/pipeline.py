@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from gen import write_module
+from gen.parts import write_parts
 from prune import prune
 from prune.config import Config
 from prune.device import DeviceProfile
@@ -25,9 +27,10 @@ from profiling.schema import BASELINE_NAME
 from tuner.checkpoint import Checkpoint
 from tuner.compile import CompileOutcome, compile_all
 from tuner.errors import UserError
+from tuner.order import visiting_order
 from tuner.problem import GemmProblem
 from tuner.progress import Stages
-from tuner.search import SearchFailed, SearchOutcome, checkpoint_key, run_search, timing_job
+from tuner.search import SearchFailed, SearchOutcome, checkpoint_key, part_paths, run_search, timing_job
 
 
 @dataclass(frozen=True)
@@ -101,10 +104,11 @@ def clean_up(settings: TuneSettings, *paths: Path) -> None:
         work.rmdir()
 
 
-def _check_job(module: Path, scratch: Path, names: list[str], settings: TuneSettings) -> ChildJob:
+def _check_job(module: Path, scratch: Path, names: list[str], settings: TuneSettings,
+               parts: Mapping[str, Path] | None) -> ChildJob:
     return ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(scratch / "check.csv"),
                     progress_path=str(scratch / "check_progress.txt"), check_configs=names,
-                    check_path=str(scratch / "check.json"), env=settings.child_env)
+                    check_path=str(scratch / "check.json"), env=settings.child_env, parts=part_paths(parts, names))
 
 
 def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, compare: bool,
@@ -125,12 +129,16 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
         raise SizeFailed("no config survives pruning for this size")
 
     scratch = scratch_dir(settings, problem, "tune")
-    module = write_module(problem, pruned.configs, Path(settings.workdir).resolve())
+    module = write_module(problem, pruned.configs, Path(settings.workdir).resolve())  # the one users open
+    # the search visits the configs in a spread-out order (tuner.order); the tuner's processes load slices of
+    # the module in that same order, so that a process needs few parts at a time
+    visiting = visiting_order([str(config) for config in pruned.configs])
+    config_of = {str(config): config for config in pruned.configs}
+    parts = write_parts(problem, [config_of[name] for name in visiting], scratch)
     checkpoint = Checkpoint.open(settings.workdir, problem.file_tag, checkpoint_key(problem, device, settings, module))
     try:
         try:
-            searched = run_search(module, [str(c) for c in pruned.configs], scratch, settings, device, checkpoint,
-                                  stages, log)
+            searched = run_search(module, visiting, scratch, settings, device, checkpoint, stages, log, parts)
         except SearchFailed as failure:
             raise SizeFailed(str(failure)) from None
         seconds.update(searched.seconds)
@@ -146,7 +154,8 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
         if compare:
             started = time.perf_counter()
             stages.start("compare", 1)
-            outcome.check_error = check_configs(module, [winner], scratch, settings).get(str(winner), float("inf"))
+            checked = check_configs(module, [winner], scratch, settings, parts)
+            outcome.check_error = checked.get(str(winner), float("inf"))
             stages.advance("compare")
             stages.finish("compare")
             seconds["compare"] = time.perf_counter() - started
@@ -186,10 +195,12 @@ def profile_configs(module: Path, names: list[str], scratch: Path, settings: Tun
                     float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds)
 
 
-def check_configs(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings) -> dict[str, float]:
-    """Relative error of each config on fresh random inputs (child process); a crash counts as inf."""
+def check_configs(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings,
+                  parts: Mapping[str, Path] | None = None) -> dict[str, float]:
+    """Relative error of each config (from its part in `parts`, if any) on fresh random inputs (child process);
+    a crash counts as inf."""
     try:
-        result = run_child(_check_job(module, scratch, [str(c) for c in configs], settings), scratch,
+        result = run_child(_check_job(module, scratch, [str(c) for c in configs], settings, parts), scratch,
                            settings.interpret, settings.config_timeout)
     except ChildFailed as failure:
         raise SizeFailed(str(failure)) from None

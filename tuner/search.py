@@ -19,7 +19,7 @@ import io
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,15 +84,23 @@ def checkpoint_key(problem: GemmProblem, device: DeviceProfile, settings: TuneSe
 
 
 def timing_job(module: Path, settings: TuneSettings, device: DeviceProfile, csv_path: Path, progress_path: Path,
-               names: list[str], warmup: int, iters: int, baseline: bool, **streaming) -> ChildJob:
-    """A child's job timing `names` (and torch.matmul when `baseline`) with the run's timer and inputs."""
+               names: list[str], warmup: int, iters: int, baseline: bool, parts: Mapping[str, Path] | None = None,
+               **streaming) -> ChildJob:
+    """A child's job timing `names` (and torch.matmul when `baseline`) with the run's timer and inputs; each
+    config is loaded from its part in `parts` when there is one (gen.parts)."""
     external = settings.profiler.external
     return ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(csv_path),
                     progress_path=str(progress_path), time_configs=names, baseline=baseline, warmup=warmup,
                     iters=iters, markers=external is not None, l2_bytes=0 if settings.interpret else device.l2_bytes,
                     rotating_bytes=settings.rotating_bytes, init_type=settings.init_type,
                     cache_flush=settings.cache_flush, env=settings.child_env,
-                    batch=CUPTI_BATCH if settings.profiler.timer == "cupti" else 1, **streaming)
+                    batch=CUPTI_BATCH if settings.profiler.timer == "cupti" else 1, parts=part_paths(parts, names),
+                    **streaming)
+
+
+def part_paths(parts: Mapping[str, Path] | None, names: list[str]) -> dict[str, str]:
+    """The parts of `names` alone, as a ChildJob holds them (a job's JSON need not list the whole space)."""
+    return {name: str(parts[name]) for name in names if name in (parts or {})}
 
 
 def chunks(names: list[str], count: int) -> list[list[str]]:
@@ -122,17 +130,18 @@ class _Budget:
 class _CompileStream:
     """Compiles in a thread of the tuner, writing each result to the ready file the timing child reads."""
 
-    def __init__(self, module: Path, names: list[str], settings: TuneSettings, ready: ReadyWriter, stages: Stages):
+    def __init__(self, module: Path, names: list[str], settings: TuneSettings, ready: ReadyWriter, stages: Stages,
+                 parts: Mapping[str, Path] | None):
         self.outcome, self.error = CompileOutcome(), None
         self.cancel = threading.Event()
-        self._args = (module, names, settings, ready, stages)
+        self._args = (module, names, settings, ready, stages, parts)
         self._thread = threading.Thread(target=self._run, name="compile stream", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        module, names, settings, ready, stages = self._args
+        module, names, settings, ready, stages, parts = self._args
         started = time.perf_counter()
-        results = compile_stream(module, names, settings.num_threads, settings.interpret, settings.compile_pool)
+        results = compile_stream(module, names, settings.num_threads, settings.interpret, settings.compile_pool, parts)
         try:
             for result in results:
                 add_result(self.outcome, result)
@@ -249,8 +258,8 @@ class _RoundTimer:
 
 class _Search:
     def __init__(self, module: Path, names: list[str], scratch: Path, settings: TuneSettings,
-                 device: DeviceProfile, checkpoint: Checkpoint, stages: Stages, log):
-        self.module, self.names, self.scratch, self.settings = module, names, scratch, settings
+                 device: DeviceProfile, checkpoint: Checkpoint, stages: Stages, log, parts: Mapping[str, Path] | None):
+        self.module, self.names, self.scratch, self.settings, self.parts = module, names, scratch, settings, parts
         self.device, self.checkpoint, self.stages, self.log = device, checkpoint, stages, log
         self.budget = _Budget(settings.time_budget, scratch / "stop")
         self.compiled = CompileOutcome()
@@ -265,7 +274,7 @@ class _Search:
     def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None) -> ChildJob:
         return timing_job(self.module, self.settings, self.device, self.scratch / f"round{spec.index}.csv",
                           self.scratch / f"progress{spec.index}_{chunk}.txt", names, spec.warmup, spec.iters,
-                          baseline, ready_path=str(ready or ""), stop_path=str(self.budget.stop_path))
+                          baseline, self.parts, ready_path=str(ready or ""), stop_path=str(self.budget.stop_path))
 
     def timer(self, spec: RoundSpec, state: RoundState, todo: list[str]) -> _RoundTimer:
         stage = "time" if self.settings.search == "exhaustive" else f"time round {spec.index}"
@@ -302,7 +311,7 @@ class _Search:
         if self.settings.precompile:
             ready = self.scratch / "ready.txt"
             self.stages.start("compile", len(todo))
-            stream = _CompileStream(self.module, todo, self.settings, ReadyWriter(ready), self.stages)
+            stream = _CompileStream(self.module, todo, self.settings, ReadyWriter(ready), self.stages, self.parts)
             self.budget.on_spent.append(stream.cancel.set)
             timer.compile_failed = stream.outcome.failed
         else:  # --no_warmup: no compile stage, each config compiles on its first launch in the child
@@ -376,8 +385,10 @@ class _Search:
 
 
 def run_search(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,
-               checkpoint: Checkpoint, stages: Stages, log=print) -> SearchOutcome:
-    """Compile and time `names` (configs of `module`) as `settings.search` says; see the module docstring."""
+               checkpoint: Checkpoint, stages: Stages, log=print, parts: Mapping[str, Path] | None = None
+               ) -> SearchOutcome:
+    """Compile and time `names` (configs of `module`, each loaded from its part in `parts` when there is one,
+    gen.parts) as `settings.search` says; see the module docstring."""
     if settings.search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {settings.search!r}")
-    return _Search(module, names, scratch, settings, device, checkpoint, stages, log).run()
+    return _Search(module, names, scratch, settings, device, checkpoint, stages, log, parts).run()

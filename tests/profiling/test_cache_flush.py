@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+import gen.loader
 from profiling import child
 from profiling.backends import HostTimer
 from profiling.cache_flush import FLUSH_KERNEL, MIN_FLUSH_BYTES, CacheFlush, flush_bytes
@@ -74,8 +75,8 @@ FAKE_MODULE = textwrap.dedent(f'''
 def test_the_child_flushes_before_every_launch_of_every_config(tmp_path, monkeypatch, cache_flush):
     module_path = tmp_path / "fake_module.py"
     module_path.write_text(FAKE_MODULE)
-    module = child.load_module(str(module_path))
-    monkeypatch.setattr(child, "load_module", lambda path: module)
+    module = gen.loader.load_module(str(module_path))
+    monkeypatch.setattr(gen.loader, "load_module", lambda path: module)  # the child's, to see its events here
 
     class RecordingFlush:  # stands in for CacheFlush: notes each flush among the launches
         def __init__(self, l2_bytes: int, device: str):

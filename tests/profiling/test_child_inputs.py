@@ -10,6 +10,7 @@ import torch
 from helpers import problem
 
 from gen import write_module
+from gen.loader import load_module
 from profiling import child
 from profiling.baselines import baseline_for
 from profiling.job import ChildJob
@@ -22,7 +23,7 @@ SET_BYTES = 3 * 64 * 64 * 2  # A, B and C of a 64x64x64 fp16 problem
 @pytest.fixture
 def module(tmp_path, interpreter_env):
     path = write_module(problem(64, 64, 64), [CONFIG], tmp_path)
-    return child.load_module(str(path))
+    return load_module(str(path))
 
 
 def _job(**fields) -> ChildJob:
@@ -74,6 +75,6 @@ def test_baseline_adds_the_bias_per_row():
 
 def test_a_bias_problem_rotates_its_bias_too(tmp_path, interpreter_env):
     path = write_module(replace(problem(64, 64, 64), bias=True), [CONFIG], tmp_path)
-    loaded = child.load_module(str(path))
+    loaded = load_module(str(path))
     built = child._operand_sets(loaded, _job(rotating_bytes=4 * (SET_BYTES + 64 * 2)), "cpu")
     assert len(built) == 4 and all(len(set_) == 4 and set_[3].shape == (64,) for set_ in built)

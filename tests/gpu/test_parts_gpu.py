@@ -1,0 +1,63 @@
+"""On the GPU (`pytest -m gpu`): part modules (gen.parts) for real.
+
+- a binary compiled from a part module is found in Triton's cache from the whole module and from a part of
+  another slicing (no new cache entry);
+- the 1024³ fp16 space (about 9000 configs on the H100) starts compiling and timing at once: under a 60-second
+  budget many configs are timed (before part modules, the first config compiled only after 41 s).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import problem
+
+from gen import write_module
+from gen.parts import write_parts
+from profiling import choose_profiler
+from prune.config import Config
+from prune.device import detect_device
+from prune.space import space_for
+from tuner.checkpoint import discard
+from tuner.compile import compile_all
+from tuner.pipeline import TuneSettings, tune_size
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+NAMES = ["BM64_BN64_BK32_GM1_SK1_nW4_nS3", "BM128_BN64_BK32_GM8_SK1_nW4_nS3", "BM64_BN128_BK64_GM1_SK1_nW8_nS3",
+         "BM128_BN128_BK32_GM8_SK1_nW8_nS4", "BM64_BN64_BK64_GM1_SK4_nW4_nS3", "BM32_BN64_BK64_GM1_SK1_nW4_nS4"]
+
+
+def test_binaries_built_from_parts_are_found_from_any_module_holding_the_config(tmp_path, monkeypatch):
+    cache = tmp_path / "triton_cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))  # empty: the parts build everything
+    size, configs = problem(1024, 1024, 1024), [Config.parse(name) for name in NAMES]
+    whole = write_module(size, configs, tmp_path)
+    for folder in ("two", "four"):
+        (tmp_path / folder).mkdir()
+    by_two = write_parts(size, configs, tmp_path / "two", size=2)
+    built = compile_all(whole, NAMES, 4, interpret=False, parts=by_two)  # spawned workers, each config from its part
+    assert sorted(built.compiled) == sorted(NAMES), built.failed
+    entries = len(list(cache.iterdir()))
+
+    from_whole = compile_all(whole, NAMES, 2, interpret=False, pool="thread")
+    by_four = write_parts(size, configs[::-1], tmp_path / "four", size=4)  # other slices, other lines
+    from_others = compile_all(whole, NAMES, 2, interpret=False, pool="thread", parts=by_four)
+    print(f"{entries} cache entries after compiling from parts of 2; after the whole module and parts of 4: "
+          f"{len(list(cache.iterdir()))}")
+    assert sorted(from_whole.compiled) == sorted(from_others.compiled) == sorted(NAMES)
+    assert len(list(cache.iterdir())) == entries  # every binary was found: no new entry
+
+
+def test_the_1024_cube_space_starts_timing_at_once(tmp_path):
+    device = detect_device()
+    settings = TuneSettings(profiler=choose_profiler("cupti", device.vendor), num_threads=16,
+                            space=space_for(device.vendor), workdir=tmp_path, time_budget=60.0)
+    outcome = tune_size(problem(1024, 1024, 1024), device, settings, compare=True)
+    discard(outcome.checkpoint)
+    compiled = len(outcome.compiled.compiled) + len(outcome.compiled.failed)
+    print(f"1024^3: {outcome.candidates} configs; in the 60 s budget {compiled} compiled, {outcome.searched.timed} "
+          f"timed; winner {outcome.winner} {outcome.winner_time_us:.2f} us (torch.matmul {outcome.matmul_time_us})")
+    assert outcome.candidates > 5000
+    assert outcome.searched.timed >= 100
+    assert outcome.check_error is not None and outcome.check_error <= problem(1024, 1024, 1024).dtype_a.tolerance
