@@ -17,6 +17,7 @@ import argparse
 import csv
 import functools
 import importlib.util
+import io
 import math
 import sys
 import tempfile
@@ -28,6 +29,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from gen import write_module  # noqa: E402
+from reporting.files import write_text  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
@@ -89,6 +91,15 @@ def bench_entry(problem: GemmProblem, config, workdir: Path) -> tuple[dict[str, 
     return times, tutorial
 
 
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    """The table so far as CSV, replaced atomically."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, text.getvalue(), "benchmark CSV")
+
+
 def _split_at_dashes(argv: list[str]) -> tuple[list[str], str, list[str]]:
     """(this script's arguments, "--", the tuner's arguments)."""
     if "--" not in argv:
@@ -132,6 +143,8 @@ def main() -> int:
             row["tutorial config"] = tutorial
             rows.append(row)
             print(row, flush=True)
+            if args.csv:  # after every size, so that a run cut short keeps what it measured
+                _write_csv(args.csv, rows)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}")
     columns = ["size", "config", "tune_gemm TFLOP/s", "torch.matmul TFLOP/s", "max-autotune TFLOP/s",
                "triton tutorial TFLOP/s", "vs cuBLAS", "vs max-autotune", "vs best peer", "vs tutorial"]
@@ -147,11 +160,6 @@ def main() -> int:
         series = {name: [r[f"{name} TFLOP/s"] or math.nan for r in rows]
                   for name in ("tune_gemm", "torch.matmul", "max-autotune", "triton tutorial")}
         plot_tflops([r["size"] for r in rows], series, f"{torch.cuda.get_device_name()}: TFLOP/s", args.png)
-    if args.csv:
-        with open(args.csv, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
     return 0
 
 

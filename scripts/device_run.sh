@@ -13,7 +13,7 @@ mode=${1:-tests}; shift || true
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
 if [ "$mode" = tests ]; then
   # one pytest per file (newest first), so that a time-out loses one file's summary, not all of them
-  files=${*:-tests/gpu/test_tma_family_gpu.py tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
+  files=${*:-tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
     tests/gpu/test_benchmark_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
     tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}
   deadline=$(( $(date +%s) + ${TEST_SECONDS:-270} ))
