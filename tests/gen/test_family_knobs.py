@@ -10,7 +10,7 @@ import torch
 from helpers import problem
 
 from gen import render, write_module
-from profiling.child import load_module
+from gen.loader import load_module
 from prune.config import Config
 from tuner.run_knobs import INIT_TYPES
 

@@ -13,7 +13,7 @@ from helpers import problem
 
 from gen import write_module
 from profiling.cache_flush import FLUSH_KERNEL, CacheFlush
-from profiling.child import load_module
+from gen.loader import load_module
 from profiling.job import ChildJob
 from prune.config import Config
 from tuner.cli import main
