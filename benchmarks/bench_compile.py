@@ -2,10 +2,10 @@
 
 For one size's pruned space (the full space; `--limit N` takes every k-th config so that N remain, a
 spread of the space, to fit a time limit) the compile stage (tuner.compile.compile_all, each config
-loaded from its part module as in the tuner, gen.parts) runs four times, each in a fresh process: the process pool with an empty Triton cache (cold: everything is
-built), the process pool again on that cache (warm: what a second size sharing the binaries costs),
-then the same two for the thread pool with its own empty cache. Prints configs/s per measurement and
-writes OUT.csv and OUT.md.
+loaded from its part module as in the tuner, gen.parts) runs four times, each in a fresh process: the
+process pool with an empty Triton cache (cold: everything is built), the process pool again on that cache
+(warm: what a second size sharing the binaries costs), then the same two for the thread pool with its own
+empty cache. Prints configs/s per measurement and writes OUT.csv and OUT.md.
 
     python benchmarks/bench_compile.py -m 4096 -n 4096 -k 4096 --limit 600 --num_threads 16 --out bench_compile
 """

@@ -81,6 +81,16 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
 
 
 @triton.jit
+def dot_accumulate(a, b, acc):
+    """acc + a @ b, in acc's type (fp32, or int32 for int8 inputs), for every kernel family's K loop."""
+    if UPCAST_DOT_OPERANDS:  # noqa: SIM102 - a constexpr alone: compiled kernels drop the whole block
+        if acc.dtype == tl.float32:  # the interpreter's int8 dot is exact (and takes no int32 operands)
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+    return tl.dot(a, b, acc, out_dtype=acc.dtype)  # compiled int8 dots must be told int32
+
+
+@triton.jit
 def matmul_tile(
     a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
@@ -115,11 +125,7 @@ def matmul_tile(
             k_left = K - k * BLOCK_SIZE_K * SPLIT_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        if UPCAST_DOT_OPERANDS:  # noqa: SIM102 - a constexpr alone: compiled kernels drop the whole block
-            if acc_dtype == tl.float32:  # the interpreter's int8 dot is exact (and takes no int32 operands)
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, out_dtype=acc_dtype)  # compiled int8 dots must be told int32
+        acc = dot_accumulate(a, b, acc)
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
 
@@ -198,8 +204,7 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
     out_dtype = problem.dtype_c if config.SPLIT_K == 1 else partial_dtype(problem.dtype_c)
     out_strides = (N, 1, 0) if config.SPLIT_K == 1 else (N, 1, M * N)
     bias, bias_stride = (mock(problem.dtype_c), 1) if problem.bias else (None, 0)  # as launch() passes them
-    scaled = is_fp8(problem.dtype_a)
-    scales = (mock(torch.float32), mock(torch.float32)) if scaled else (None, None)
+    scaled, scales = mock_scales(problem)
     resources = loaded_resources(kernel.warmup(
         mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, *scales, M, N, K,
         *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides, bias_stride,
@@ -210,6 +215,13 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
         reduce_kernel.warmup(mock(out_dtype), mock(problem.dtype_c), bias, *scales, M, N, M * N, N, 1, N, 1,
                              bias_stride, HAS_BIAS=problem.bias, HAS_SCALES=scaled, grid=(1, 1))._init_handles()
     return resources
+
+
+def mock_scales(problem: Problem) -> tuple:
+    """(whether the launch passes fp8 scales, the two scale arguments' stand-ins for compiling ahead)."""
+    mock = triton.runtime.jit.MockTensor
+    scaled = is_fp8(problem.dtype_a)
+    return scaled, ((mock(torch.float32), mock(torch.float32)) if scaled else (None, None))
 
 
 def loaded_resources(compiled) -> dict:

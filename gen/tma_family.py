@@ -14,8 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (INTERPRETED, UPCAST_DOT_OPERANDS, TileConfig, add_row_bias, apply_scales, grouped_tile,
-                               is_fp8, loaded_resources)
+from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, dot_accumulate, grouped_tile,
+                               loaded_resources, mock_scales)
 
 # family-imports-end
 
@@ -71,11 +71,7 @@ def tma_persistent_tile(
             off_k = k_tile * BLOCK_SIZE_K
             a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
             b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
-            if UPCAST_DOT_OPERANDS:  # noqa: SIM102 - a constexpr alone: compiled kernels drop the whole block
-                if acc_dtype == tl.float32:  # the interpreter's int8 dot is exact (and takes no int32 operands)
-                    a = a.to(tl.float32)
-                    b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc, out_dtype=acc_dtype)  # compiled int8 dots must be told int32
+            acc = dot_accumulate(a, b, acc)
 
         tile_id_c += programs
         pid_m, pid_n = grouped_tile(tile_id_c, num_pid_m, num_pid_n, GROUP_SIZE_M)
@@ -199,8 +195,7 @@ def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, probl
     else:  # a contiguous C's real strides: Triton specializes on them (divisibility by 16, a stride of 1)
         c_arg, c_strides = mock(problem.dtype_c), (N, 1)
     bias = mock(problem.dtype_c) if problem.bias else None
-    scaled = is_fp8(problem.dtype_a)
-    scales = (mock(torch.float32), mock(torch.float32)) if scaled else (None, None)
+    scaled, scales = mock_scales(problem)
     return loaded_resources(kernel.warmup(
         a_desc, b_desc, c_arg, bias, *scales, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,

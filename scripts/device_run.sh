@@ -10,6 +10,7 @@ FINAL=${OUT:-/tmp/out}; OUT=/tmp/o; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 trap 'tar -czf "$FINAL/device_out.tgz" -C "$OUT" .' EXIT
 ROOT=$PWD
 mode=${1:-tests}; shift || true
+without_ir() { grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\."; }  # drops the MLIR a failing compile dumps
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
 if [ "$mode" = tests ]; then
   # one pytest per file (newest first), so that a time-out loses one file's summary, not all of them
@@ -31,7 +32,7 @@ if [ "$mode" = sizes ]; then
   # time-out keeps every size already done
   sizes=$1; shift
   ( time python3 tune_gemm.py --gemm_size_file "$sizes" --compare --quiet --tuning_results_file "$FINAL/tuned.yaml" "$@" ) \
-    2>&1 | grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\." | tee "$OUT/tune_sizes.log" | grep -E "PASS|FAIL|real|winner|error" | tail -40
+    2>&1 | without_ir | tee "$OUT/tune_sizes.log" | grep -E "PASS|FAIL|real|winner|error" | tail -40
 fi
 if [ "$mode" = bench ]; then
   python3 benchmarks/bench_gemm.py "$1" --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" 2>&1 \
@@ -41,9 +42,9 @@ if [ "$mode" = tune ]; then
   cd /tmp && rm -f tuned.yaml halving.yaml
   for size in "-m 4096 -n 4096 -k 4096" "-m 4095 -n 4097 -k 1023"; do
     ( time python3 "$ROOT/tune_gemm.py" $size --compare --quiet --time_breakdown --tuning_results_file /tmp/tuned.yaml \
-        --report "$OUT/report" ) 2>&1 | grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\." | tee -a "$OUT/tune.log" | tail -25
+        --report "$OUT/report" ) 2>&1 | without_ir | tee -a "$OUT/tune.log" | tail -25
     ( time python3 "$ROOT/tune_gemm.py" $size --search halving --quiet --time_breakdown \
-        --tuning_results_file /tmp/halving.yaml ) 2>&1 | grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\." | tee -a "$OUT/halving.log" | tail -12
+        --tuning_results_file /tmp/halving.yaml ) 2>&1 | without_ir | tee -a "$OUT/halving.log" | tail -12
   done
   cp /tmp/tuned.yaml /tmp/halving.yaml "$OUT/"
   python3 "$ROOT/tune_gemm.py" --tuning_results_file /tmp/tuned.yaml --export triton,json > "$OUT/export.log" 2>&1

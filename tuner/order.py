@@ -11,8 +11,11 @@ the compile workers and the timing child all see one order.
 from __future__ import annotations
 
 import hashlib
+from typing import TypeVar
+
+Named = TypeVar("Named")  # a config or its name: str() of either is the name
 
 
-def visiting_order(names: list[str]) -> list[str]:
-    """`names` in the fixed, spread-out order a search compiles and times them."""
-    return sorted(names, key=lambda name: hashlib.blake2b(name.encode(), digest_size=8).digest())
+def visiting_order(items: list[Named]) -> list[Named]:
+    """`items` (configs or config names) in the fixed, spread-out order a search compiles and times them."""
+    return sorted(items, key=lambda item: hashlib.blake2b(str(item).encode(), digest_size=8).digest())

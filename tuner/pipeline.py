@@ -132,13 +132,13 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
     module = write_module(problem, pruned.configs, Path(settings.workdir).resolve())  # the one users open
     # the search visits the configs in a spread-out order (tuner.order); the tuner's processes load slices of
     # the module in that same order, so that a process needs few parts at a time
-    visiting = visiting_order([str(config) for config in pruned.configs])
-    config_of = {str(config): config for config in pruned.configs}
-    parts = write_parts(problem, [config_of[name] for name in visiting], scratch)
+    visiting = visiting_order(pruned.configs)
+    parts = write_parts(problem, visiting, scratch)
     checkpoint = Checkpoint.open(settings.workdir, problem.file_tag, checkpoint_key(problem, device, settings, module))
     try:
         try:
-            searched = run_search(module, visiting, scratch, settings, device, checkpoint, stages, log, parts)
+            searched = run_search(module, [str(config) for config in visiting], scratch, settings, device, checkpoint,
+                                  stages, log, parts)
         except SearchFailed as failure:
             raise SizeFailed(str(failure)) from None
         seconds.update(searched.seconds)

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 import yaml
+from helpers import H100_FP16_PEAK_TFLOPS
 
 from tuner.cli import main
 
@@ -28,7 +29,6 @@ ENTRIES = [
      "schedule_hint": "none"},
 ]
 ROCM_FILE = "".join(f"- {entry} # TFLOPS: 100.00 time(us): 10.00\n" for entry in ENTRIES)
-H100_FP16_PEAK_TFLOPS = 990
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 import yaml
+from helpers import H100_FP16_PEAK_TFLOPS
 
 from tuner.cli import main
 
@@ -20,7 +21,6 @@ SPLIT_K: [1, 4]
 num_warps: [4, 8]
 num_stages: [3, 4]
 """
-H100_FP16_PEAK_TFLOPS = 990  # dense fp16 tensor-core peak: no honest timing can beat it
 
 
 @pytest.fixture(scope="module")
