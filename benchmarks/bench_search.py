@@ -1,12 +1,13 @@
-"""Search speed and quality on a GPU: `--search exhaustive` against `--search halving`, size by size.
+"""Search speed and quality on a GPU: `--search exhaustive` against `halving` and `refine`, size by size.
 
 Each chosen size of a sizes file is tuned by the tuner's own pipeline (tuner.pipeline.tune_size, the
 full pruned space, the run's timer) once per search. Per search the table gives the end-to-end seconds,
 compile configs/s (configs compiled / compile-stage seconds), timing configs/s (config timings of all
 rounds / timing-stage seconds; the two stages overlap) and the winner with its time as the search
-measured it. Then both winners are timed again side by side in one child (`--retime_iters` launches
-each, same inputs, same timer), so that "halving's winner is within 1% of the exhaustive one" is read
-from one measurement, not from two searches' noise; the same config counts as exactly 1.00.
+measured it. Then the winners are timed again side by side in one child (`--retime_iters` launches
+each, same inputs, same timer), so that "this search's winner is within 1% of the exhaustive one" is read
+from one measurement, not from two searches' noise; the same config counts as exactly 1.00. Each search's
+winners are also recorded as a results file, OUT.SEARCH.yaml (for benchmarks/bench_gemm.py).
 
 `--cache cold` gives every search a fresh Triton cache (end to end includes compiling everything);
 `--cache warm` shares one cache across the run, so a search finds the binaries an earlier one built
@@ -45,10 +46,11 @@ from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES
 from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, profile_configs, scratch_dir, tune_size
 from tuner.problem import GemmProblem
+from tuner.results import ResultEntry, record
 from tuner.search import SEARCHES
 from tuner.sizes import SizeRequest, load_sizes
 
-WITHIN = 0.01  # halving passes on a shape when its winner is at most 1% slower than the exhaustive winner
+WITHIN = 0.01  # a search passes on a shape when its winner is at most 1% slower than the exhaustive winner
 FIRST_GUESS_RATE = 20.0  # configs/s assumed for the time-limit estimate before anything is measured
 
 
@@ -107,11 +109,13 @@ def _row(label: str, configs: int, outcomes: dict[str, tuple[SizeOutcome, float]
         row[f"{search} winner"] = str(outcome.winner)
         row[f"{search} us"] = round(outcome.winner_time_us, 2)
         row[f"{search} retimed us"] = round(retimed[str(outcome.winner)], 2)
-    if {"exhaustive", "halving"} <= set(outcomes):
-        ratio = row["halving retimed us"] / row["exhaustive retimed us"]
-        same = row["halving winner"] == row["exhaustive winner"]
-        row["halving / exhaustive"] = 1.0 if same else round(ratio, 4)
-        row["halving within 1%"] = "yes" if same or ratio <= 1 + WITHIN else "NO"
+    for search in outcomes:
+        if search == "exhaustive" or "exhaustive" not in outcomes:
+            continue
+        ratio = row[f"{search} retimed us"] / row["exhaustive retimed us"]
+        same = row[f"{search} winner"] == row["exhaustive winner"]
+        row[f"{search} / exhaustive"] = 1.0 if same else round(ratio, 4)
+        row[f"{search} within 1%"] = "yes" if same or ratio <= 1 + WITHIN else "NO"
     return row
 
 
@@ -119,11 +123,11 @@ def _markdown(rows: list[dict], skipped: list[str], header: str) -> str:
     columns = list(dict.fromkeys(column for row in rows for column in row))
     lines = [header, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(row.get(column, "")) for column in columns) + " |" for row in rows]
-    verdicts = [row["halving within 1%"] for row in rows if "halving within 1%" in row]
     lines.append("")
-    if verdicts:
-        lines.append(f"halving within 1% of exhaustive (winners re-timed side by side): {verdicts.count('yes')} of "
-                     f"{len(verdicts)} sizes run")
+    for column in dict.fromkeys(column for row in rows for column in row if column.endswith(" within 1%")):
+        verdicts = [row[column] for row in rows if column in row]
+        lines.append(f"{column.removesuffix(' within 1%')} within 1% of exhaustive (winners re-timed side by side): "
+                     f"{verdicts.count('yes')} of {len(verdicts)} sizes run")
     lines += [f"not run: {line}" for line in skipped] or ["every chosen size ran"]
     return "\n".join(lines) + "\n"
 
@@ -194,6 +198,10 @@ def main() -> int:
             retimed = _retime(problem, device, settings, [o.winner for o, _ in outcomes.values()],
                               args.retime_iters, Path(workdir))
             rows.append(_row(problem.label, configs, outcomes, retimed))
+            for search, (outcome, _) in outcomes.items():
+                record(args.out.with_suffix(f".{search}.yaml"), ResultEntry(
+                    problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us),
+                    device.name, settings.profiler.name, outcome.matmul_time_us))
             print(rows[-1], flush=True)
             _write(args, rows, skipped, device, started)  # after each size: a run cut short keeps what it did
     print(_write(args, rows, skipped, device, started))

@@ -6,8 +6,10 @@ different), so without help each size would compile again binaries that an earli
 built. Loading pins every kernel's line to 0: the key is then the kernel's source, its dependencies
 and its specialization, and a size list compiles each distinct binary once. (The line only feeds the
 key; the locations in the compiled code come from the real line, read when the kernel was defined.)
-Both the compile workers and the child load modules through here, so their keys agree; they load each
-module once, on first need (ModuleCache), since they take configs from several part modules (gen.parts).
+Loading also settles the keys of the family's helper functions (settle_helper_keys), so that a kernel's key
+does not depend on which kernel a process happened to build first. Both the compile workers and the child
+load modules through here, so their keys agree; they load each module once, on first need (ModuleCache),
+since they take configs from several part modules (gen.parts).
 """
 
 from __future__ import annotations
@@ -17,26 +19,58 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
+from prune.config import KERNEL_PREFIX
+
 
 def load_module(path: str | Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(Path(path).stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     pin_kernel_lines(module)
+    settle_helper_keys(module)
     return module
 
 
 def pin_kernel_lines(module: ModuleType) -> int:
     """Pin the cache-key line of every Triton kernel defined in `module`, before any is compiled; returns how
     many. Under the interpreter kernels are no JIT functions and nothing changes."""
+    functions = _own_jit_functions(module)
+    for value in functions.values():
+        value.starting_line_number = 0
+    return len(functions)
+
+
+def _own_jit_functions(module: ModuleType) -> dict:
     from triton.runtime.jit import JITCallable
 
-    pinned = 0
-    for value in vars(module).values():
-        if isinstance(value, JITCallable) and value.__module__ == module.__name__:
-            value.starting_line_number = 0
-            pinned += 1
-    return pinned
+    return {name: value for name, value in vars(module).items()
+            if isinstance(value, JITCallable) and value.__module__ == module.__name__}
+
+
+def settle_helper_keys(module: ModuleType) -> int:
+    """Compute the cache keys of `module`'s helper functions (all its Triton functions but the per-config
+    kernels) again and again until they stop changing; returns how many rounds that took (0 under the
+    interpreter, where there are no keys).
+
+    Triton 3.6 folds the global constants a callee uses into its caller's key from what the callee recorded
+    *before* its own key is computed. So the first kernel whose key a process asks for misses the constants of
+    its helpers' helpers (UPCAST_DOT_OPERANDS, used by dot_accumulate) and gets a key that later kernels do
+    not. A compile worker and the timing child ask in different orders: on the H100 the child missed the
+    workers' binaries of most plain-family configs and compiled them again itself, one at a time (63 of 143
+    configs of one round at 4096³). With the helpers settled first, every kernel's key is the same in every
+    process. Triton 3.9 computes callees first; there one round settles them."""
+    helpers = [value for name, value in _own_jit_functions(module).items() if not name.startswith(KERNEL_PREFIX)]
+    if not helpers:
+        return 0
+    keys = None
+    for rounds in range(1, len(helpers) + 2):
+        for helper in helpers:
+            helper.hash = None  # recomputed below from the constants its callees recorded last round
+        settled = [helper.cache_key for helper in helpers]
+        if settled == keys:
+            return rounds
+        keys = settled
+    return len(helpers) + 1
 
 
 class ModuleCache:

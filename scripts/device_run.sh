@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # One device-machine call: GPU tests, then full-space tuning of the closing-note sizes and the benchmark.
 # Usage (device tool, carry .whl): bash scripts/device_run.sh tests [FILES] | breakdown M N K CONFIG... |
-#   sizes SIZES_FILE [TUNER ARGS] | bench RESULTS_FILE | tune
+#   sizes SIZES_FILE [TUNER ARGS] | search SIZES_FILE [BENCH_SEARCH ARGS] | bench RESULTS_FILE | tune
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1
+# The device's torch has no compiled bytecode and its folder is read-only: without a writable cache every
+# Python process (compile workers, timing children) spends about 9 s compiling torch's sources on import.
+export PYTHONPYCACHEPREFIX=/tmp/pycache
 # Everything goes to /tmp/o, packed into one archive in $OUT at the end (the device tool returns at most 8 files).
 FINAL=${OUT:-/tmp/out}; OUT=/tmp/o; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 trap 'tar -czf "$FINAL/device_out.tgz" -C "$OUT" .' EXIT
@@ -33,6 +36,13 @@ if [ "$mode" = sizes ]; then
   sizes=$1; shift
   ( time python3 tune_gemm.py --gemm_size_file "$sizes" --compare --quiet --tuning_results_file "$FINAL/tuned.yaml" "$@" ) \
     2>&1 | without_ir | tee "$OUT/tune_sizes.log" | grep -E "PASS|FAIL|real|winner|error" | tail -40
+fi
+if [ "$mode" = search ]; then
+  # searches side by side (benchmarks/bench_search.py); its table and one results file per search go straight
+  # to the returned folder, rewritten after each size
+  sizes=$1; shift
+  python3 benchmarks/bench_search.py "$sizes" --out "$FINAL/search" "$@" 2>&1 | without_ir | tee "$OUT/search.log" \
+    | grep -E "^entry|^skip|within 1%|s in all|not run|Error|error" | tail -30
 fi
 if [ "$mode" = bench ]; then
   python3 benchmarks/bench_gemm.py "$1" --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" 2>&1 \

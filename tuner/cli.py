@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile_pool", choices=POOLS, default="process",
                         help="compile workers are processes (default) or threads of the tuner")
     parser.add_argument("--search", choices=SEARCHES, default="exhaustive",
-                        help="time every config fully, or in rounds that keep the best (successive halving)")
+                        help="time every config fully; in rounds that keep the best (successive halving); or one "
+                             "config per kernel shape, then the best shapes in full (refine)")
     parser.add_argument("--time_budget", type=float, metavar="SECONDS",
                         help="per size: once spent, time no more configs and pick from those timed")
     parser.add_argument("--quiet", action="store_true",

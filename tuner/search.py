@@ -7,8 +7,10 @@ chunks, each timed by its own child (ChildJob) as soon as its configs have compi
 
 `--search exhaustive` times every config with the run's warm-up and launches. `--search halving` runs
 the rounds of tuner.halving: a short first round over every config, longer rounds over the best
-fraction, the final one with the run's launches. Every round is a checkpoint (tuner.checkpoint): timed
-configs are written there as they come in, so a rerun after an interruption times only the rest.
+fraction, the final one with the run's launches. `--search refine` runs the rounds of tuner.refine: one
+config per kernel shape, then the other configs of the best shapes (both compiled as they are timed), then
+the fastest few side by side. Every round is a checkpoint (tuner.checkpoint): timed configs are written
+there as they come in, so a rerun after an interruption times only the rest.
 `--time_budget S`: once S seconds of a size are spent, no config starts compiling or timing any more,
 and the winner is picked from what was timed.
 """
@@ -31,18 +33,21 @@ from profiling.postprocess import summarize
 from profiling.runner import ChildFailed, ChildOutcome, run_child
 from profiling.schema import BASELINE_NAME, COLUMNS
 from profiling.stream import ReadyWriter, request_stop
+from prune.config import Config
 from prune.device import DeviceProfile
 from tuner.checkpoint import Checkpoint, RoundState, discard, fingerprint
 from tuner.compile import CompileOutcome, add_result, compile_stream
 from tuner.halving import HalvingPlan, RoundSpec, final_times, keep, ranked, round_spec
 from tuner.progress import Stages
+from tuner.refine import RefinePlan, finalists, refine_times, refined, representatives
 
 if TYPE_CHECKING:
     from tuner.pipeline import TuneSettings
     from tuner.problem import GemmProblem
 
-SEARCHES = ("exhaustive", "halving")
+SEARCHES = ("exhaustive", "halving", "refine")
 HALVING = HalvingPlan()
+REFINE = RefinePlan()
 CUPTI_BATCH = 32  # configs per CUPTI profiler session: its start-up and record processing paid once per batch
 _SAVE_SECONDS = 0.5  # checkpoint at most this often while a child runs (and always when it ends)
 _SAVE_SHARE = 0.2  # ... and less often when reading the round's timings takes longer: at most this share of a core
@@ -79,7 +84,7 @@ def checkpoint_key(problem: GemmProblem, device: DeviceProfile, settings: TuneSe
     """What must match for an earlier run's times to stand beside this run's (see tuner.checkpoint)."""
     kept = {f.name: repr(getattr(settings, f.name)) for f in fields(settings) if f.name not in _NOT_IN_KEY}
     return {"problem": repr(problem), "device": device.name, "settings": kept,
-            "halving": repr(HALVING) if settings.search == "halving" else None,
+            "plan": repr({"halving": HALVING, "refine": REFINE}.get(settings.search)),
             "module": fingerprint(Path(module).read_text())}
 
 
@@ -131,15 +136,15 @@ class _CompileStream:
     """Compiles in a thread of the tuner, writing each result to the ready file the timing child reads."""
 
     def __init__(self, module: Path, names: list[str], settings: TuneSettings, ready: ReadyWriter, stages: Stages,
-                 parts: Mapping[str, Path] | None):
+                 parts: Mapping[str, Path] | None, stage: str):
         self.outcome, self.error = CompileOutcome(), None
         self.cancel = threading.Event()
-        self._args = (module, names, settings, ready, stages, parts)
+        self._args = (module, names, settings, ready, stages, parts, stage)
         self._thread = threading.Thread(target=self._run, name="compile stream", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        module, names, settings, ready, stages, parts = self._args
+        module, names, settings, ready, stages, parts, stage = self._args
         started = time.perf_counter()
         results = compile_stream(module, names, settings.num_threads, settings.interpret, settings.compile_pool, parts)
         try:
@@ -150,7 +155,7 @@ class _CompileStream:
                     ready.ready(name)
                 else:
                     ready.failed(name)
-                stages.advance("compile")
+                stages.advance(stage)
                 if self.cancel.is_set():
                     break
         except Exception as error:  # reported by the search once the stream is joined
@@ -159,7 +164,7 @@ class _CompileStream:
             results.close()  # stops the workers when cancelled early
             self.outcome.seconds = time.perf_counter() - started
             ready.end()
-            stages.finish("compile", f"{len(self.outcome.failed)} failed")
+            stages.finish(stage, f"{len(self.outcome.failed)} failed")
 
     def join(self) -> CompileOutcome:
         self._thread.join()
@@ -292,30 +297,36 @@ class _Search:
         self.stages.finish(timer.stage, f"{len(timer.failed)} failed{spent}"
                            f"{'' if spec.final else f', {spec.iters} launches each'}")
 
-    def first_round(self, spec: RoundSpec) -> None:
-        """Round 0 over every config, each timed as soon as it has compiled."""
+    def first_round(self, spec: RoundSpec, names: list[str]) -> None:
+        """Round 0 over `names`, each timed as soon as it has compiled."""
         state = self.checkpoint.round(0, spec.warmup, spec.iters)
-        todo = [n for n in self.names if n not in state.finished() and n not in self.checkpoint.compile_failed]
+        self.compiling_round(spec, state, names)
+        if not state.times and set(names) <= set(self.checkpoint.compile_failed):
+            reasons = pd.Series(list(self.checkpoint.compile_failed.values())).value_counts()
+            discard(self.checkpoint.path)  # nothing to resume: a rerun tries again
+            raise SearchFailed(f"all {len(names)} configs failed to compile; most often: {reasons.index[0]}")
+
+    def compiling_round(self, spec: RoundSpec, state: RoundState, names: list[str]) -> None:
+        """A round over configs not compiled yet: each is timed as soon as it has compiled."""
+        todo = [n for n in names if n not in state.finished() and n not in self.checkpoint.compile_failed]
         if todo:
             self.stream_round(spec, state, todo)
         else:  # an earlier run timed it all
             state.complete = True
-        if not state.times and set(self.names) <= set(self.checkpoint.compile_failed):
-            reasons = pd.Series(list(self.checkpoint.compile_failed.values())).value_counts()
-            discard(self.checkpoint.path)  # nothing to resume: a rerun tries again
-            raise SearchFailed(f"all {len(self.names)} configs failed to compile; most often: {reasons.index[0]}")
 
     def stream_round(self, spec: RoundSpec, state: RoundState, todo: list[str]) -> None:
         timer = self.timer(spec, state, todo)
         ready, stream = None, None
         if self.settings.precompile:
-            ready = self.scratch / "ready.txt"
-            self.stages.start("compile", len(todo))
-            stream = _CompileStream(self.module, todo, self.settings, ReadyWriter(ready), self.stages, self.parts)
+            ready = self.scratch / f"ready{spec.index}.txt"
+            stage = "compile" if spec.index == 0 else f"compile round {spec.index}"
+            self.stages.start(stage, len(todo))
+            stream = _CompileStream(self.module, todo, self.settings, ReadyWriter(ready), self.stages, self.parts,
+                                    stage)
             self.budget.on_spent.append(stream.cancel.set)
             timer.compile_failed = stream.outcome.failed
         else:  # --no_warmup: no compile stage, each config compiles on its first launch in the child
-            self.compiled = CompileOutcome(compiled=list(todo))
+            self.compiled.compiled += todo
         try:
             for number, chunk in enumerate(chunks(todo, self.settings.jobs)):
                 if self.budget.spent:
@@ -327,12 +338,17 @@ class _Search:
                 stream.cancel.set()
             raise
         if stream is not None:
-            self.compiled = stream.join()
+            compiled = stream.join()
+            self.compiled.compiled += compiled.compiled
+            self.compiled.failed.update(compiled.failed)
+            self.compiled.resources.update(compiled.resources)
+            self.compiled.seconds += compiled.seconds
             self.seconds["compile"] = self.compiled.seconds
-            self.checkpoint.compile_failed.update(self.compiled.failed)
+            self.checkpoint.compile_failed.update(compiled.failed)
         self.finish(timer, spec, state)
 
     def later_round(self, spec: RoundSpec, field_names: list[str]) -> None:
+        """A round over configs an earlier round compiled and timed."""
         state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
         todo = [n for n in field_names if n not in state.finished()]
         if not todo:
@@ -342,44 +358,77 @@ class _Search:
         timer.run(self.job(spec, 0, todo, state.matmul_us is None, None), self.scratch, self.settings, self.log)
         self.finish(timer, spec, state)
 
-    def run(self) -> SearchOutcome:
-        if self.checkpoint.resumed:
-            self.log(f"resuming {self.checkpoint.path}: {self.checkpoint.timed()} configs timed before")
+    def record(self, spec: RoundSpec) -> RoundRecord:
+        state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
+        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times))
+
+    def stops_after(self, spec: RoundSpec) -> bool:
+        """No round after this one: it was the last, the time budget is spent, or it was cut short."""
+        return spec.final or self.budget.spent or not self.checkpoint.rounds[spec.index].complete
+
+    def halving_rounds(self) -> list[RoundRecord]:
+        """Exhaustive (one final round) or successive halving (tuner.halving)."""
         field_names, index, records = self.names, 0, []
         while True:
             spec = self.spec(index, len(field_names))
             if index == 0:
-                self.first_round(spec)
+                self.first_round(spec, self.names)
             else:
                 self.later_round(spec, field_names)
-            state = self.checkpoint.round(index, spec.warmup, spec.iters)
-            records.append(RoundRecord(index, spec.warmup, spec.iters, len(state.times)))
-            if spec.final or self.budget.spent or not state.complete:
-                break
-            field_names, index = keep(state.times, HALVING), index + 1
+            records.append(self.record(spec))
+            if self.stops_after(spec):
+                return records
+            field_names, index = keep(self.checkpoint.rounds[index].times, HALVING), index + 1
+
+    def refine_rounds(self) -> list[RoundRecord]:
+        """Representatives, the rest of the best shapes, the finalists side by side (tuner.refine)."""
+        warmup, iters = self.settings.warmup, self.settings.iters
+        specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
+        configs = [Config.parse(name) for name in self.names]
+        self.first_round(specs[0], [str(config) for config in representatives(configs, REFINE)])
+        records = [self.record(specs[0])]
+        if self.stops_after(specs[0]):
+            return records
+        first = self.checkpoint.rounds[0]
+        second = self.checkpoint.round(1, warmup, iters)
+        self.compiling_round(specs[1], second, [str(config) for config in refined(configs, first.times, REFINE)])
+        records.append(self.record(specs[1]))
+        if self.stops_after(specs[1]):
+            return records
+        self.later_round(specs[2], finalists({**first.times, **second.times}, REFINE))
+        records.append(self.record(specs[2]))
+        return records
+
+    def run(self) -> SearchOutcome:
+        if self.checkpoint.resumed:
+            self.log(f"resuming {self.checkpoint.path}: {self.checkpoint.timed()} configs timed before")
+        records = self.refine_rounds() if self.settings.search == "refine" else self.halving_rounds()
         return self.outcome(records)
 
     def outcome(self, records: list[RoundRecord]) -> SearchOutcome:
         rounds = self.checkpoint.rounds
-        times = final_times([state.times for state in rounds])
+        pick = refine_times if self.settings.search == "refine" else final_times
+        times = pick([state.times for state in rounds])
         if not times and self.budget.spent:
             raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed")
         if not times:
             discard(self.checkpoint.path)  # every config failed: nothing to resume, a rerun tries again
             raise SearchFailed("no config produced a timing")
-        state = next((s for s in reversed(rounds) if s.times is times), rounds[-1])
+        instances = {}
+        for state in rounds:  # each time's launch count, from the round that measured it
+            instances.update({n: state.instances.get(n, 0) for n, t in state.times.items() if times.get(n) == t})
         order = ranked(times)
         table = pd.DataFrame({"config": order, "time_us": [times[n] for n in order],
-                              "instances": [state.instances.get(n, 0) for n in order]})
+                              "instances": [instances.get(n, 0) for n in order]})
         matmul = next((s.matmul_us for s in reversed(rounds) if s.matmul_us is not None), None)
         note = None
         if self.budget.spent:
+            source = next((f"round {i}" for i, s in enumerate(rounds) if s.times is times), "rounds 0 and 1")
             note = (f"time budget of {self.settings.time_budget:g} s spent: winner picked from the {len(times)} "
-                    f"configs timed in round {rounds.index(state)} ({self.checkpoint.timed()} of "
-                    f"{len(self.names)} configs timed in all)")
-        if self.settings.search == "halving":
-            self.log("halving: " + ", ".join(f"round {r.index} {r.configs} configs x {r.iters} launches"
-                                             for r in records))
+                    f"configs timed in {source} ({self.checkpoint.timed()} of {len(self.names)} configs timed in all)")
+        if self.settings.search != "exhaustive":
+            self.log(f"{self.settings.search}: " + ", ".join(f"round {r.index} {r.configs} configs x {r.iters} "
+                                                            "launches" for r in records))
         return SearchOutcome(self.compiled, ChildOutcome(failed=self.failed, restarts=self.restarts), table, matmul,
                              records, self.checkpoint.timed(), self.seconds, note)
 

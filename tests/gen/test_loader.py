@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from gen import write_module
-from gen.loader import load_module
+from gen.loader import load_module, pin_kernel_lines, settle_helper_keys
 from gen.naming import kernel_name
 from helpers import problem
 from prune.config import Config
@@ -40,3 +40,49 @@ def test_different_configs_keep_different_keys(tmp_path, compiled_kernels):
     module = load_module(write_module(problem(64, 64, 64), [SHARED, *OTHERS], tmp_path))
     keys = {getattr(module, kernel_name(config)).cache_key for config in [SHARED, *OTHERS]}
     assert len(keys) == 3
+
+
+def _update_hash_as_triton_3_6(finder, func):
+    """Triton 3.6's DependenciesFinder._update_hash: the callee's recorded globals are merged before its key is
+    computed, so a callee asked for the first time contributes none (Triton 3.9 computes the key first)."""
+    finder.used_global_vals.update(func.used_global_vals)
+    finder.hasher.update((func.cache_key + str(getattr(func, "noinline", False))).encode("utf-8"))
+
+
+def _keys_in_order(path, names: list[str], load) -> dict[str, str]:
+    module = load(path)
+    return {name: getattr(module, name).cache_key for name in names}
+
+
+def _pinned_only(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pin_kernel_lines(module)
+    return module
+
+
+def test_kernel_keys_do_not_depend_on_which_kernel_a_process_asks_for_first(tmp_path, compiled_kernels, monkeypatch):
+    from triton.runtime import jit
+
+    monkeypatch.setattr(jit.DependenciesFinder, "_update_hash", _update_hash_as_triton_3_6)
+    configs = [SHARED, Config.parse("BM64_BN64_BK64_GM1_SK1_nW4_nS2_TMA1")]
+    path = write_module(problem(64, 64, 64), configs, tmp_path)
+    names = [kernel_name(config) for config in configs]
+    # under the emulated Triton 3.6, the plain kernel's key depends on whether a TMA kernel (whose helpers reach
+    # dot_accumulate's constant first) was asked for before it: what the compile workers and the child disagreed on
+    assert _keys_in_order(path, names, _pinned_only) != _keys_in_order(path, names[::-1], _pinned_only)
+    assert _keys_in_order(path, names, load_module) == _keys_in_order(path, names[::-1], load_module)
+
+
+def test_settling_the_helpers_leaves_the_keys_triton_computes_when_it_is_order_independent(tmp_path,
+                                                                                           compiled_kernels):
+    path = write_module(problem(64, 64, 64), [SHARED, *OTHERS], tmp_path)
+    names = [kernel_name(config) for config in (SHARED, *OTHERS)]
+    assert _keys_in_order(path, names, _pinned_only) == _keys_in_order(path, names, load_module)
+    assert settle_helper_keys(load_module(path)) >= 1
+
+
+def test_under_the_interpreter_there_is_nothing_to_settle(tmp_path):
+    path = write_module(problem(64, 64, 64), [SHARED], tmp_path)
+    assert settle_helper_keys(load_module(path)) == 0

@@ -2,7 +2,7 @@
 
 - configs timed in one CUPTI session (batches) get the times they get in a session each;
 - a second size sharing the first one's binaries finds them in Triton's cache (gen.loader);
-- halving picks the exhaustive winner, or one within a few percent of it, on a real space.
+- halving and refine pick the exhaustive winner, or one within a few percent of it, on a real space.
 """
 
 from __future__ import annotations
@@ -76,3 +76,15 @@ def test_halving_lands_on_the_exhaustive_winner_or_close(tmp_path, size):
     # the exhaustive search's own time of halving's pick: within 3% of its winner (near-ties may swap)
     assert times[str(halving.winner)] <= 1.03 * exhaustive.winner_time_us
     assert statistics.fmean([r.iters for r in halving.searched.rounds[:-1]] or [0]) < halving.searched.rounds[-1].iters
+
+
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), (16, 4096, 4096)])
+def test_refine_lands_on_the_exhaustive_winner_or_close_compiling_less(tmp_path, size):
+    exhaustive, exhaustive_s = _tune(tmp_path, size)
+    refine, refine_s = _tune(tmp_path, size, search="refine")
+    times = exhaustive.timings.set_index("config")["time_us"]
+    print(f"{size}: exhaustive {exhaustive.winner} {exhaustive.winner_time_us:.2f} us in {exhaustive_s:.1f} s; "
+          f"refine {refine.winner} {refine.winner_time_us:.2f} us in {refine_s:.1f} s; rounds "
+          + ", ".join(f"{r.configs}x{r.iters}" for r in refine.searched.rounds))
+    assert times[str(refine.winner)] <= 1.03 * exhaustive.winner_time_us
+    assert refine.searched.timed < exhaustive.searched.timed

@@ -1,5 +1,5 @@
-"""tuner.search end to end on the CPU (Triton interpreter, host timer): halving rounds, --jobs chunks,
-the time budget, and resuming from the checkpoint an interrupted run left."""
+"""tuner.search end to end on the CPU (Triton interpreter, host timer): halving and refine rounds, --jobs
+chunks, the time budget, and resuming from the checkpoint an interrupted run left."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from helpers import problem
 from profiling import ProfilerChoice
 from profiling.faults import ENV_VAR
 from prune import prune
+from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
 from prune.space import RangeSpace
 from tuner import search
 from tuner.checkpoint import Checkpoint
 from tuner.halving import HalvingPlan
 from tuner.pipeline import SizeFailed, TuneSettings, tune_size
+from tuner.refine import RefinePlan, shape_of
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16, 32), group_m=(1,), split_k=(1,), num_warps=(1,),
                    num_stages=(1,))  # 8 configs for 32x32x32
@@ -64,6 +66,36 @@ def test_halving_rounds_shrink_the_field_and_the_winner_is_one_of_the_space(tmp_
     assert outcome.searched.timed == 8 and outcome.matmul_time_us is not None
 
 
+STAGED = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1, 2),
+                    num_stages=(1, 2, 3))  # 8 shapes of 3 stage variants each for 32x32x32
+REFINE = RefinePlan(stages=2, keep=2, margin=0.0, max_keep=2, final=3)
+
+
+def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalists(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "REFINE", REFINE)
+    outcome = _tune(tmp_path, search="refine", space=STAGED)
+    first, second, final = (job.time_configs for job in jobs)
+    assert len(jobs) == 3 and all((job.warmup, job.iters) == (1, 4) for job in jobs)  # the run's launches throughout
+    assert len(first) == 8 and all(name.endswith("_nS2") for name in first)  # one per shape, the preferred stages
+    assert len({shape_of(Config.parse(name)) for name in second}) == 2 and len(second) == 2 * 2
+    assert not set(first) & set(second)
+    assert jobs[0].ready_path and jobs[1].ready_path != jobs[0].ready_path and not jobs[2].ready_path
+    assert len(final) == 3 and set(final) <= set(first) | set(second)
+    assert set(outcome.timings["config"]) == set(final) and str(outcome.winner) in final
+    assert [(r.index, r.configs) for r in outcome.searched.rounds] == [(0, 8), (1, 4), (2, 3)]
+    assert outcome.searched.timed == 12 and sorted(outcome.compiled.compiled) == sorted(first + second)
+
+
+def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_refined(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "REFINE", REFINE)
+    _spend_after(monkeypatch, 1, round_index=1)
+    outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0)
+    assert len(jobs) == 2  # no final round
+    timed = set(outcome.timings["config"])
+    assert set(jobs[0].time_configs) < timed <= set(jobs[0].time_configs) | set(jobs[1].time_configs)
+    assert "configs timed in rounds 0 and 1" in outcome.searched.note
+
+
 def test_jobs_split_the_configs_into_child_runs(tmp_path, jobs):
     outcome = _tune(tmp_path, jobs=3)
     assert [len(job.time_configs) for job in jobs] == [3, 3, 2]
@@ -71,12 +103,12 @@ def test_jobs_split_the_configs_into_child_runs(tmp_path, jobs):
     assert len(outcome.timings) == 8 and all(job.iters == 4 for job in jobs)
 
 
-def _spend_after(monkeypatch, done: int) -> None:
-    """The time budget runs out once `done` configs of round 0 are timed (instead of after so many seconds)."""
+def _spend_after(monkeypatch, done: int, round_index: int = 0) -> None:
+    """The time budget runs out once `done` configs of a round are timed (instead of after so many seconds)."""
     real = search._Budget.check
 
     def check(budget):
-        progress = budget.stop_path.parent / "progress0_0.txt"
+        progress = budget.stop_path.parent / f"progress{round_index}_0.txt"
         if progress.exists() and progress.read_text().count("done ") >= done:
             budget.seconds = 0.0
         real(budget)

@@ -1,0 +1,105 @@
+"""tuner.refine: the representatives, the shapes refined and the finalists of `--search refine`, on synthetic
+configs and timings."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from prune.config import Config
+from tuner.refine import RefinePlan, finalists, refine_times, refined, representatives, shape_of, shapes
+
+PLAN = RefinePlan(stages=4, group_m=8, keep=2, margin=0.03, max_keep=3, final=3)
+
+
+def _variants(block_m: int, block_n: int, stages=(2, 3, 4, 5), groups=(1, 4, 8, 16), **fields) -> list[Config]:
+    return [Config(block_m, block_n, 64, GROUP_SIZE_M=g, num_stages=s, num_warps=4, **fields)
+            for s, g in itertools.product(stages, groups)]
+
+
+def test_configs_differing_only_in_stages_and_group_share_a_shape():
+    assert shape_of(Config(64, 64, 32, GROUP_SIZE_M=1, num_stages=2)) == shape_of(
+        Config(64, 64, 32, GROUP_SIZE_M=8, num_stages=5))
+    for other in (Config(64, 128, 32), Config(64, 64, 32, num_warps=8), Config(64, 64, 32, SPLIT_K=2),
+                  Config(64, 64, 32, PERSISTENT_TMA=1)):
+        assert shape_of(other) != shape_of(Config(64, 64, 32))
+
+
+def test_a_representative_takes_the_preferred_stages_and_group_when_they_exist():
+    [rep] = representatives(_variants(128, 128), PLAN)
+    assert (rep.num_stages, rep.GROUP_SIZE_M) == (4, 8)
+
+
+@pytest.mark.parametrize(("stages", "expected"), [((2, 3, 5), 3), ((5, 6), 5), ((1,), 1)])
+def test_without_the_preferred_stages_the_nearest_shallower_is_taken_else_the_nearest_deeper(stages, expected):
+    [rep] = representatives(_variants(128, 128, stages=stages), PLAN)
+    assert rep.num_stages == expected
+
+
+@pytest.mark.parametrize(("groups", "expected"), [((1, 4, 16), 16), ((1, 4), 4), ((1,), 1), ((32, 64), 32)])
+def test_the_group_nearest_the_preferred_on_a_log_scale_is_taken_the_larger_on_a_tie(groups, expected):
+    [rep] = representatives(_variants(128, 128, groups=groups), PLAN)
+    assert rep.GROUP_SIZE_M == expected
+
+
+def test_one_representative_per_shape_in_the_order_of_the_configs_shapes_whatever_the_order_within():
+    configs = _variants(64, 64) + _variants(128, 64) + _variants(64, 128, PERSISTENT_TMA=1)
+    random.Random(3).shuffle(configs)
+    reps = representatives(configs, PLAN)
+    assert [shape_of(rep) for rep in reps] == list(shapes(configs))
+    assert len(reps) == 3 and all((rep.num_stages, rep.GROUP_SIZE_M) == (4, 8) for rep in reps)
+
+
+def _timed(reps: list[Config], times: list[float]) -> dict[str, float]:
+    return {str(rep): time_us for rep, time_us in zip(reps, times)}
+
+
+def test_refinement_covers_every_other_variant_of_the_best_shapes_only():
+    configs = [config for bm in (16, 32, 64, 128, 256) for config in _variants(bm, 64)]
+    reps = representatives(configs, PLAN)
+    times = _timed(reps, [50.0, 10.0, 30.0, 11.0, 40.0])  # BM32 and BM128 are the best two
+    more = refined(configs, times, PLAN)
+    assert {c.BLOCK_SIZE_M for c in more} == {32, 128}
+    assert len(more) == 2 * (16 - 1) and not set(map(str, more)) & set(times)
+    assert more == [c for c in configs if c in set(more)]  # in the order given
+
+
+def test_near_ties_are_refined_beyond_keep_but_never_past_max_keep():
+    configs = [config for bm in (16, 32, 64, 128, 256) for config in _variants(bm, 64, stages=(4,), groups=(1, 8))]
+    reps = representatives(configs, PLAN)
+    within = _timed(reps, [10.0, 10.1, 10.2, 20.0, 30.0])  # three within 3% of the best
+    assert {c.BLOCK_SIZE_M for c in refined(configs, within, PLAN)} == {16, 32, 64}
+    all_tied = _timed(reps, [10.0, 10.0, 10.0, 10.0, 10.0])
+    assert len({c.BLOCK_SIZE_M for c in refined(configs, all_tied, PLAN)}) == PLAN.max_keep
+    no_margin = RefinePlan(keep=2, margin=0.0, max_keep=3)
+    assert {c.BLOCK_SIZE_M for c in refined(configs, within, no_margin)} == {16, 32}
+
+
+def test_a_shape_whose_representative_has_no_time_is_not_refined():
+    configs = _variants(64, 64) + _variants(128, 64)
+    reps = representatives(configs, PLAN)
+    more = refined(configs, {str(reps[1]): 5.0}, PLAN)
+    assert {c.BLOCK_SIZE_M for c in more} == {128}
+    assert refined(configs, {}, PLAN) == []
+
+
+def test_finalists_are_the_fastest_of_both_rounds_and_their_times_pick_the_winner():
+    union = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 2.0}
+    assert finalists(union, PLAN) == ["b", "c", "d"]
+    assert refine_times([{"a": 3.0}, {"b": 1.0}, {"b": 1.2, "c": 1.1}]) == {"b": 1.2, "c": 1.1}
+
+
+def test_without_a_final_round_rounds_zero_and_one_together_pick_the_winner():
+    assert refine_times([{"a": 3.0}, {"b": 1.0}]) == {"a": 3.0, "b": 1.0}
+    assert refine_times([{"a": 3.0}, {"b": 1.0}, {}]) == {"a": 3.0, "b": 1.0}
+    assert refine_times([{"a": 3.0}]) == {"a": 3.0}
+    assert refine_times([]) == {}
+
+
+@pytest.mark.parametrize("bad", [{"keep": 0}, {"margin": -0.1}, {"keep": 5, "max_keep": 4}, {"stages": 0},
+                                 {"final": 0}])
+def test_invalid_plans_are_refused(bad):
+    with pytest.raises(ValueError, match="invalid refine plan"):
+        RefinePlan(**bad)

@@ -1,0 +1,99 @@
+"""`--search refine`: which configs each round of the refining search times. Pure functions: no GPU, no files.
+
+Most of a pruned space varies two knobs around one kernel shape (family, tile, K split, warps): the pipeline
+depth (num_stages) and the tile ordering (GROUP_SIZE_M). At 4096³ on Hopper the 2024 configs are 156 shapes
+of up to 25 such variants each. Those two knobs tune a shape; they rarely decide between shapes. So:
+
+- round 0 times one representative per shape: the variant nearest to `stages` stages and a GROUP_SIZE_M of
+  `group_m`;
+- round 1 times every other variant of the best shapes: the `keep` best representatives, plus any within
+  `margin` of the best one (near-ties are not cut on noise), at most `max_keep` shapes;
+- round 2 times the `final` fastest configs of rounds 0 and 1 again, side by side in one child, and its times
+  pick the winner (rounds 0 and 1 ran at different moments, so drift of the GPU's clocks between them does
+  not decide).
+
+Every round uses the run's `--warmup` and `--iters`, so it compiles and times a fraction of the space (about a
+sixth at 4096³) with the care of an exhaustive search. Ties in time are broken by config name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+from prune.config import Config
+from tuner.halving import ranked
+
+TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M")  # what round 1 varies within a shape
+
+
+@dataclass(frozen=True)
+class RefinePlan:
+    stages: int = 4  # the representative's num_stages: this, else the nearest below it, else the nearest above
+    group_m: int = 8  # the representative's GROUP_SIZE_M: the nearest to this on a log scale, the larger on a tie
+    keep: int = 6  # shapes refined in round 1 at least (when there are so many) ...
+    margin: float = 0.03  # ... plus every shape whose representative is within this fraction of the best one
+    max_keep: int = 24  # ... but never more shapes than this
+    final: int = 8  # configs re-timed together in round 2
+
+    def __post_init__(self) -> None:
+        if min(self.stages, self.group_m, self.keep, self.final) < 1 or self.margin < 0 or self.max_keep < self.keep:
+            raise ValueError(f"invalid refine plan {self}")
+
+
+def shape_of(config: Config) -> tuple:
+    """Every field of `config` but the tuning knobs: the configs of one shape differ only in those."""
+    return tuple(getattr(config, f.name) for f in fields(config) if f.name not in TUNING_KNOBS)
+
+
+def _stage_distance(stages: int, preferred: int) -> tuple[int, int]:
+    # a shallower pipeline than preferred is a safer stand-in than a deeper one (less shared memory, same overlap)
+    return (0, preferred - stages) if stages <= preferred else (1, stages - preferred)
+
+
+def _group_distance(group_m: int, preferred: int) -> tuple[float, int]:
+    return abs(math.log2(group_m) - math.log2(preferred)), -group_m
+
+
+def shapes(configs: Sequence[Config]) -> dict[tuple, list[Config]]:
+    """Configs grouped by shape, shapes in order of their first config in `configs`, configs in their order."""
+    grouped: dict[tuple, list[Config]] = {}
+    for config in configs:
+        grouped.setdefault(shape_of(config), []).append(config)
+    return grouped
+
+
+def representatives(configs: Sequence[Config], plan: RefinePlan) -> list[Config]:
+    """Round 0: one config per shape (see the module docstring), in the order of `configs`' shapes."""
+    return [min(members, key=lambda c: (_stage_distance(c.num_stages, plan.stages),
+                                        _group_distance(c.GROUP_SIZE_M, plan.group_m)))
+            for members in shapes(configs).values()]
+
+
+def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan) -> list[Config]:
+    """Round 1: the configs of the best shapes by their representatives' `times` (config name -> µs) that round 0
+    did not time, in the order of `configs`. Shapes whose representative has no time (it failed) are not refined."""
+    grouped = shapes(configs)
+    timed_shapes = {shape_of(Config.parse(name)): name for name in times}
+    order = ranked({name: times[name] for name in timed_shapes.values()})
+    if not order:
+        return []
+    limit = times[order[0]] * (1 + plan.margin)
+    best = [name for rank, name in enumerate(order) if rank < plan.keep or times[name] <= limit][: plan.max_keep]
+    chosen = {shape_of(Config.parse(name)) for name in best}
+    return [config for shape, members in grouped.items() if shape in chosen
+            for config in members if str(config) not in times]
+
+
+def finalists(times: dict[str, float], plan: RefinePlan) -> list[str]:
+    """Round 2: the `final` fastest configs of rounds 0 and 1 (`times`: their union), fastest first."""
+    return ranked(times)[: plan.final]
+
+
+def refine_times(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """The times the winner is picked from: round 2's when it timed anything; else (a time budget spent before
+    it) rounds 0 and 1 together, which were timed with the same launches."""
+    if len(rounds) > 2 and rounds[2]:
+        return rounds[2]
+    return {name: time_us for times in rounds[:2] for name, time_us in times.items()}
