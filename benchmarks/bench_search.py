@@ -11,9 +11,10 @@ winners are also recorded as a results file, OUT.SEARCH.yaml (for benchmarks/ben
 
 `--cache cold` gives every search a fresh Triton cache (end to end includes compiling everything);
 `--cache warm` shares one cache across the run, so a search finds the binaries an earlier one built
-(the exhaustive search of a size runs first). Sizes are run in file order (or fewest configs first,
+(the first search of a size builds them for the next). Sizes are run in file order (or fewest configs first,
 `--order smallest`) while `--time_limit` allows: a size is started only if the time it is expected to
-take (its configs at the rate of the biggest search so far) fits in what is left; the sizes not run
+take (its configs at the rate of the biggest search so far, once one of at least 200 configs has run; a
+guess of 20 configs/s before that, since a tiny size's rate is all start-up) fits in what is left; the sizes not run
 are listed with the reason. OUT.csv and OUT.md are rewritten after each size.
 
     python benchmarks/bench_search.py ../shared/bench_sizes.yaml --cache warm --time_limit 400 --out bench_search
@@ -51,7 +52,8 @@ from tuner.search import SEARCHES
 from tuner.sizes import SizeRequest, load_sizes
 
 WITHIN = 0.01  # a search passes on a shape when its winner is at most 1% slower than the exhaustive winner
-FIRST_GUESS_RATE = 20.0  # configs/s assumed for the time-limit estimate before anything is measured
+FIRST_GUESS_RATE = 20.0  # configs/s assumed for the time-limit estimate until a big enough search is measured
+RATE_FROM_CONFIGS = 200  # a search this big measures the rate (16³'s 24 configs took 45 s on the H100: start-up)
 
 
 def _chosen(requests: list[SizeRequest], spec: str | None) -> list[tuple[int, SizeRequest]]:
@@ -177,7 +179,7 @@ def main() -> int:
         for number, request, configs in sized:
             problem = request.problem
             # the biggest search measured says best what a big one costs (small ones are all start-up)
-            rate = largest[0] / largest[1] if largest[1] else FIRST_GUESS_RATE
+            rate = largest[0] / largest[1] if largest[0] >= RATE_FROM_CONFIGS else FIRST_GUESS_RATE
             expected = configs * len(searches) / rate
             left = args.time_limit - (time.perf_counter() - started)
             if expected > left:
