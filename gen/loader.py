@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
 
@@ -53,12 +54,13 @@ def settle_helper_keys(module: ModuleType) -> int:
     interpreter, where there are no keys).
 
     Triton 3.6 folds the global constants a callee uses into its caller's key from what the callee recorded
-    *before* its own key is computed. So the first kernel whose key a process asks for misses the constants of
-    its helpers' helpers (UPCAST_DOT_OPERANDS, used by dot_accumulate) and gets a key that later kernels do
-    not. A compile worker and the timing child ask in different orders: on the H100 the child missed the
-    workers' binaries of most plain-family configs and compiled them again itself, one at a time (63 of 143
-    configs of one round at 4096³). With the helpers settled first, every kernel's key is the same in every
-    process. Triton 3.9 computes callees first; there one round settles them."""
+    *before* its own key is computed. So a kernel's key depends on which kernels the process asked for before
+    it: a plain kernel asked for before any TMA kernel misses UPCAST_DOT_OPERANDS (used by dot_accumulate,
+    which both families call), one asked for after gets it. A compile worker and the timing child ask in
+    different orders: on the H100 the child missed the workers' binaries of most plain-family configs and
+    compiled them again itself, one at a time (63 of 143 configs of one round at 4096³). With the helpers
+    settled first, every kernel's key is the same in every process. Triton 3.9 computes callees first: its
+    keys do not change after the first round."""
     helpers = [value for name, value in _own_jit_functions(module).items() if not name.startswith(KERNEL_PREFIX)]
     if not helpers:
         return 0
@@ -74,11 +76,15 @@ def settle_helper_keys(module: ModuleType) -> int:
 
 
 class ModuleCache:
-    """Generated modules by path, each loaded once, when a config first needs it; safe to share between threads."""
+    """Generated modules by path, each loaded when a config first needs it; safe to share between threads.
 
-    def __init__(self):
-        self._modules: dict[str, ModuleType] = {}
+    With a `limit`, only that many of the most recently used modules are kept (a compile worker that lives
+    through a whole run would otherwise hold every part of every size, with the kernels it compiled)."""
+
+    def __init__(self, limit: int | None = None):
+        self._modules: OrderedDict[str, ModuleType] = OrderedDict()
         self._lock = threading.Lock()
+        self._limit = limit
 
     def get(self, path: str | Path) -> ModuleType:
         key = str(path)
@@ -88,4 +94,10 @@ class ModuleCache:
                 module = self._modules.get(key)
                 if module is None:
                     module = self._modules[key] = load_module(key)
+                    while self._limit and len(self._modules) > self._limit:
+                        self._modules.popitem(last=False)
+        elif self._limit:
+            with self._lock:
+                if key in self._modules:
+                    self._modules.move_to_end(key)
         return module

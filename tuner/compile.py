@@ -7,10 +7,18 @@ benchmarks/bench_compile.py measures). Each calls the generated compile helper o
 given, which fills Triton's on-disk cache that the profiling child then loads from. A config is loaded
 from its part module when the caller names one (gen.parts), else from the whole module; a worker loads
 each module once, when a config first needs it. A config that fails to compile is recorded, never fatal.
+
+The worker processes outlive a stream: the next stream of the run (the next round of a search, the next
+size) reuses them, since starting one (an interpreter importing torch and Triton, then a CUDA context)
+takes seconds: on the H100 machine a stream of 40 configs took 11 s, most of it starting its workers.
+A stream closed early (a spent time budget, Ctrl-C) stops them; the next one starts fresh workers. The
+run's end stops them (atexit); an owner that ends without atexit (a tuner.workers worker leaves through
+os._exit; kill -9) leaves none behind either: their queue to it breaks, and they exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -35,11 +43,16 @@ CompileResult = tuple[str, str | None, dict]  # config name, failure reason (Non
 Task = tuple[str, str]  # config name, the module to load it from
 
 
+# Part modules a worker process keeps loaded (with the kernels it compiled from them): a size's space in
+# visiting order reaches a part's configs together, so a few recent parts are all a worker needs.
+WORKER_MODULES = 16
+
+
 class _Worker:
     """What compiles in one process (shared by the threads of a thread pool): modules loaded as needed."""
 
-    def __init__(self):
-        self.modules = ModuleCache()
+    def __init__(self, module_limit: int | None = None):
+        self.modules = ModuleCache(module_limit)
         self.faults = injected_faults()
 
     def compile(self, task: Task) -> CompileResult:
@@ -59,11 +72,48 @@ _worker: _Worker | None = None  # a process pool worker's own
 
 def _start_worker() -> None:
     global _worker
-    _worker = _Worker()
+    _worker = _Worker(WORKER_MODULES)
 
 
 def _compile_in_worker(task: Task) -> CompileResult:
     return _worker.compile(task)
+
+
+class _WorkerProcesses:
+    """The run's pool of spawned compile workers: started by the first stream that needs it, kept for the next
+    one with the same number of workers and the same environment (workers read theirs when they start: the
+    Triton cache they fill, injected faults), else replaced."""
+
+    def __init__(self):
+        self._pool = None
+        self._started_as: tuple[int, dict[str, str]] | None = None
+        self.starts = 0  # pools started so far
+
+    def get(self, size: int):
+        wanted = (size, dict(os.environ))
+        if self._pool is None or self._started_as != wanted:
+            self.stop()
+            import multiprocess
+
+            self._pool = multiprocess.get_context("spawn").Pool(size, initializer=_start_worker)
+            self._started_as = wanted
+            self.starts += 1
+        return self._pool
+
+    @property
+    def running(self) -> bool:
+        return self._pool is not None
+
+    def stop(self) -> None:
+        """End the workers now, whatever they are compiling."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+
+WORKER_PROCESSES = _WorkerProcesses()
+atexit.register(WORKER_PROCESSES.stop)
 
 
 def compile_stream(module_path: Path, names: list[str], workers: int, interpret: bool, pool: str = "process",
@@ -73,7 +123,7 @@ def compile_stream(module_path: Path, names: list[str], workers: int, interpret:
     `names`. Closing the iterator early stops the workers."""
     if pool not in POOLS:
         raise ValueError(f"compile pool must be one of {POOLS}, got {pool!r}")
-    workers = max(1, min(workers, len(names)))
+    workers = max(1, workers)
     tasks = [(name, str((parts or {}).get(name, module_path))) for name in names]
     if interpret:  # the interpreter runs kernels from source: nothing to build, the helpers run in this process
         yield from map(_Worker().compile, tasks)
@@ -81,11 +131,13 @@ def compile_stream(module_path: Path, names: list[str], workers: int, interpret:
         with ThreadPool(workers) as threads:
             yield from threads.imap_unordered(_Worker().compile, tasks)
     else:
-        import multiprocess
-
-        context = multiprocess.get_context("spawn")
-        with context.Pool(workers, initializer=_start_worker) as processes:
-            yield from processes.imap_unordered(_compile_in_worker, tasks)
+        finished = False
+        try:
+            yield from WORKER_PROCESSES.get(workers).imap_unordered(_compile_in_worker, tasks)
+            finished = True
+        finally:
+            if not finished:  # closed early or failed: the configs still queued would compile on for nothing
+                WORKER_PROCESSES.stop()
 
 
 def compile_all(module_path: Path, names: list[str], workers: int, interpret: bool, on_done=None,

@@ -86,3 +86,23 @@ def test_settling_the_helpers_leaves_the_keys_triton_computes_when_it_is_order_i
 def test_under_the_interpreter_there_is_nothing_to_settle(tmp_path):
     path = write_module(problem(64, 64, 64), [SHARED], tmp_path)
     assert settle_helper_keys(load_module(path)) == 0
+
+
+def test_a_module_cache_with_a_limit_keeps_the_most_recently_used_modules(tmp_path, monkeypatch):
+    import gen.loader
+
+    paths = [write_module(problem(16 * n, 16, 16), [SHARED], tmp_path) for n in (1, 2, 3)]
+    loaded, real = [], gen.loader.load_module
+    monkeypatch.setattr(gen.loader, "load_module", lambda path: loaded.append(path) or real(path))
+    cache = gen.loader.ModuleCache(limit=2)
+    first = cache.get(paths[0])
+    cache.get(paths[1])
+    assert cache.get(paths[0]) is first  # still held, and now the most recent
+    cache.get(paths[2])  # over the limit: paths[1], the least recently used, goes
+    assert cache.get(paths[0]) is first
+    cache.get(paths[1])
+    assert loaded == [str(p) for p in (paths[0], paths[1], paths[2], paths[1])]
+    unlimited = gen.loader.ModuleCache()
+    for path in paths * 2:
+        unlimited.get(path)
+    assert len(loaded) == 4 + 3

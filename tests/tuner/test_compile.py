@@ -1,9 +1,16 @@
-"""tuner.compile: both pools report every config once, agree on which compile, and stream as they go.
+"""tuner.compile: both pools report every config once, agree on which compile, and stream as they go; the
+worker processes are kept from one stream to the next, and never outlive their owner.
 
 Without a GPU (and without the interpreter) every config fails to compile (no active driver): the
 failures are recorded with their reason, never raised. On a GPU the same test compares the pools."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from helpers import problem
@@ -13,7 +20,7 @@ from gen import write_module
 from gen.parts import write_parts
 from profiling.faults import ENV_VAR
 from prune.config import Config
-from tuner.compile import compile_all, compile_stream
+from tuner.compile import WORKER_PROCESSES, compile_all, compile_stream
 
 NAMES = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK32_GM1_SK1_nW4_nS2", "BM64_BN32_BK32_GM1_SK2_nW4_nS2"]
 
@@ -89,3 +96,62 @@ def test_configs_without_a_part_come_from_the_module(module, parts, loads, inter
     outcome = compile_all(module, MORE, 1, interpret=True, parts={name: parts[name] for name in MORE[3:]})
     assert outcome.compiled == MORE
     assert sorted(loads) == sorted({str(module), *(str(parts[name]) for name in MORE[3:])})
+
+
+def test_the_next_stream_reuses_the_worker_processes(module):
+    WORKER_PROCESSES.stop()
+    starts = WORKER_PROCESSES.starts
+    for _ in range(2):  # e.g. two rounds of a search, or two sizes
+        outcome = compile_all(module, NAMES, 2, interpret=False)
+        assert sorted([*outcome.compiled, *outcome.failed]) == sorted(NAMES)
+    assert WORKER_PROCESSES.starts == starts + 1 and WORKER_PROCESSES.running
+
+
+def test_a_stream_closed_early_stops_the_workers_and_the_next_starts_new_ones(module):
+    stream = compile_stream(module, NAMES, 2, interpret=False)
+    assert next(stream)[0] in NAMES
+    stream.close()  # a spent time budget: the configs still queued must not compile on
+    assert not WORKER_PROCESSES.running
+    starts = WORKER_PROCESSES.starts
+    assert len(compile_all(module, NAMES, 2, interpret=False).failed) == len(NAMES)  # no GPU here
+    assert WORKER_PROCESSES.starts == starts + 1
+
+
+def test_a_changed_environment_starts_new_workers(module, monkeypatch, tmp_path):
+    compile_all(module, NAMES[:1], 2, interpret=False)
+    starts = WORKER_PROCESSES.starts
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cold_cache"))  # what bench_search --cache cold does
+    compile_all(module, NAMES[:1], 2, interpret=False)
+    assert WORKER_PROCESSES.starts == starts + 1
+
+
+_ORPHANING_OWNER = """
+import os, sys
+sys.path.insert(0, {root!r})
+from tuner.compile import WORKER_PROCESSES
+pool = WORKER_PROCESSES.get(2)
+pids = [pool.apply(os.getpid) for _ in range(8)]
+print(*sorted(set(pids)), flush=True)
+os._exit(0)  # as a tuner.workers worker leaves: no atexit, so WORKER_PROCESSES.stop never runs
+"""
+
+
+def test_workers_exit_when_their_owner_ends_without_stopping_them(tmp_path):
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", _ORPHANING_OWNER.format(root=root)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    pids = [int(pid) for pid in done.stdout.split()]
+    assert pids
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")  # a zombie has exited
