@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import pytest
@@ -65,26 +64,16 @@ def test_a_second_size_compiles_from_the_first_ones_binaries(tmp_path, monkeypat
     assert new <= 2 * len(unshared) + 4
 
 
+@pytest.mark.parametrize("search", ["halving", "refine"])
 @pytest.mark.parametrize("size", [(4096, 4096, 4096), (16, 4096, 4096)])
-def test_halving_lands_on_the_exhaustive_winner_or_close(tmp_path, size):
+def test_a_faster_search_lands_on_the_exhaustive_winner_or_close(tmp_path, size, search):
     exhaustive, exhaustive_s = _tune(tmp_path, size)
-    halving, halving_s = _tune(tmp_path, size, search="halving")
+    fast, fast_s = _tune(tmp_path, size, search=search)
     times = exhaustive.timings.set_index("config")["time_us"]
     print(f"{size}: exhaustive {exhaustive.winner} {exhaustive.winner_time_us:.2f} us in {exhaustive_s:.1f} s; "
-          f"halving {halving.winner} {halving.winner_time_us:.2f} us in {halving_s:.1f} s; rounds "
-          + ", ".join(f"{r.configs}x{r.iters}" for r in halving.searched.rounds))
-    # the exhaustive search's own time of halving's pick: within 3% of its winner (near-ties may swap)
-    assert times[str(halving.winner)] <= 1.03 * exhaustive.winner_time_us
-    assert statistics.fmean([r.iters for r in halving.searched.rounds[:-1]] or [0]) < halving.searched.rounds[-1].iters
-
-
-@pytest.mark.parametrize("size", [(4096, 4096, 4096), (16, 4096, 4096)])
-def test_refine_lands_on_the_exhaustive_winner_or_close_compiling_less(tmp_path, size):
-    exhaustive, exhaustive_s = _tune(tmp_path, size)
-    refine, refine_s = _tune(tmp_path, size, search="refine")
-    times = exhaustive.timings.set_index("config")["time_us"]
-    print(f"{size}: exhaustive {exhaustive.winner} {exhaustive.winner_time_us:.2f} us in {exhaustive_s:.1f} s; "
-          f"refine {refine.winner} {refine.winner_time_us:.2f} us in {refine_s:.1f} s; rounds "
-          + ", ".join(f"{r.configs}x{r.iters}" for r in refine.searched.rounds))
-    assert times[str(refine.winner)] <= 1.03 * exhaustive.winner_time_us
-    assert refine.searched.timed < exhaustive.searched.timed
+          f"{search} {fast.winner} {fast.winner_time_us:.2f} us in {fast_s:.1f} s; rounds "
+          + ", ".join(f"{r.configs}x{r.iters}" for r in fast.searched.rounds))
+    # the exhaustive search's own time of the fast search's pick: within 3% of its winner (near-ties may swap)
+    assert times[str(fast.winner)] <= 1.03 * exhaustive.winner_time_us
+    launches = [sum(r.configs * r.iters for r in outcome.searched.rounds) for outcome in (fast, exhaustive)]
+    assert launches[0] < launches[1]  # what makes it faster: fewer timed launches (halving), fewer configs (refine)
