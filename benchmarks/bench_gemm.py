@@ -1,10 +1,13 @@
 """Benchmark recorded winners against what users would use instead, on the same inputs and timer.
 
-For each entry of a results file: tune_gemm's recorded config, torch.matmul (cuBLAS),
-torch.compile(mode="max-autotune-no-cudagraphs") with Inductor's Triton GEMM templates only, and the
-Triton matmul tutorial's eight stock configs on the same kernel family (the fastest of those that fit,
-as @triton.autotune over that list would pick; reporting/tutorial.py).
-Every column is timed with triton.testing.do_bench (median; it flushes L2 between runs).
+For each entry of a results file: tune_gemm's recorded config; the cuBLAS call the tuner times as its
+baseline for that dtype (profiling.baselines: torch.matmul, torch._scaled_mm for fp8, torch._int_mm for int8,
+or torch.matmul on dequantized inputs where those do not run; the bias added after it); the same call under
+torch.compile(mode="max-autotune-no-cudagraphs") with Inductor's Triton templates only (Inductor tunes
+templates for mm, _scaled_mm and _int_mm, and fuses the bias); and the Triton matmul tutorial's eight stock
+configs on the same kernel family (the fastest of those that fit, as @triton.autotune over that list would
+pick; reporting/tutorial.py). All on the same inputs, every column timed with triton.testing.do_bench
+(median; it flushes L2 between runs).
 
     python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv --png bench.png
     python benchmarks/bench_gemm.py tuned.yaml --tune ../shared/bench_sizes.yaml --png b.png -- --search halving
@@ -21,6 +24,7 @@ import io
 import math
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,6 +33,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from gen import write_module  # noqa: E402
+from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, SCALED_MM, baseline_for  # noqa: E402
 from reporting.files import write_text  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
@@ -43,13 +48,36 @@ def _load(path: Path):
     return module
 
 
-def _inductor_matmul():
+def _max_autotune(fn):
     import torch._inductor.config as inductor_config
 
     inductor_config.max_autotune_gemm_backends = "TRITON"
     if hasattr(inductor_config.triton, "enable_persistent_tma_matmul"):  # its strongest Hopper template
         inductor_config.triton.enable_persistent_tma_matmul = True
-    return torch.compile(torch.matmul, mode="max-autotune-no-cudagraphs", dynamic=False)
+    return torch.compile(fn, mode="max-autotune-no-cudagraphs", dynamic=False)
+
+
+def _with_bias(c, bias):
+    return c if bias is None else c + bias[:, None]
+
+
+def inductor_target(label: str, operands: tuple) -> tuple:
+    """(function, its arguments) for max-autotune to compile: the baseline's own call (`label`, from
+    profiling.baselines) on the same operands, bias included, returning C."""
+    a, b, c, *extra = operands
+    bias = extra[0] if extra else None
+    if label == SCALED_MM:
+        def scaled(a, b, scale_a, scale_b, bias):
+            return _with_bias(torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=c.dtype), bias)
+        return scaled, (a, b, *extra[1:], bias)
+    if label == INT_MM:
+        return (lambda a, b, bias: _with_bias(torch._int_mm(a, b), bias)), (a, b, bias)
+    if label == FP8_DEQUANTIZED:  # as the baseline: dequantized once, outside the timing
+        scale_a, scale_b = extra[1:]
+        a, b = (a.float() * scale_a).to(c.dtype), (b.float() * scale_b).to(c.dtype)
+    elif label == INT8_AS_FP32:
+        a, b, bias = a.float(), b.float(), None if bias is None else bias.float()
+    return (lambda a, b, bias: _with_bias(torch.matmul(a, b), bias)), (a, b, bias)
 
 
 def _do_bench_us(fn) -> float:
@@ -71,24 +99,33 @@ def best_tutorial(module, problem: GemmProblem, operands) -> tuple[float, str]:
     return best
 
 
-def bench_entry(problem: GemmProblem, config, workdir: Path) -> tuple[dict[str, float], str]:
-    """Median microseconds of each column for one size, and the tutorial config that gave its column."""
+@dataclass
+class Measured:
+    times: dict[str, float]  # column -> median microseconds
+    tutorial: str  # the tutorial config that gave its column ("" when none fits)
+    baseline: str  # the cuBLAS call of the cuBLAS column (profiling.baselines label)
+
+
+def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
+    """Every column's median microseconds for one size (see the module docstring)."""
     module = _load(write_module(problem, [config, *(c for c in TUTORIAL_CONFIGS if c != config)], workdir))
-    a, b, c = module.make_operands(module.PROBLEM, "cuda")
+    operands = module.make_operands(module.PROBLEM, "cuda")
     launcher = module.LAUNCHERS[str(config)]
     error = module.check_config(launcher, module.PROBLEM, "cuda")
     if error > problem.dtype_a.tolerance:
         raise SystemExit(f"{problem.label} {config}: relative error {error:.2e}, not benchmarking a wrong kernel")
-    compiled = _inductor_matmul()
-    compiled(a, b)  # autotunes here, outside the timing
+    baseline = baseline_for([operands])
+    function, arguments = inductor_target(baseline.label, operands)
+    compiled = _max_autotune(function)
+    compiled(*arguments)  # autotunes here, outside the timing
     columns = {
-        "tune_gemm": lambda: launcher(a, b, c),
-        "torch.matmul": lambda: torch.matmul(a, b, out=c),
-        "max-autotune": lambda: compiled(a, b),
+        "tune_gemm": lambda: launcher(*operands),
+        "cuBLAS": lambda: baseline(0),
+        "max-autotune": lambda: compiled(*arguments),
     }
     times = {name: _do_bench_us(fn) for name, fn in columns.items()}
-    times["triton tutorial"], tutorial = best_tutorial(module, problem, (a, b, c))
-    return times, tutorial
+    times["triton tutorial"], tutorial = best_tutorial(module, problem, operands)
+    return Measured(times, tutorial, baseline.label)
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
@@ -130,15 +167,16 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for request in load_sizes(args.results, defaults):
-            times, tutorial = bench_entry(request.problem, request.config, Path(workdir))
-            row = {"size": request.problem.label, "config": str(request.config)}
+            measured = bench_entry(request.problem, request.config, Path(workdir))
+            times, tutorial = measured.times, measured.tutorial
+            row = {"size": request.problem.label, "config": str(request.config), "cuBLAS call": measured.baseline}
             for name, us in times.items():
                 finite = math.isfinite(us)
                 row[f"{name} us"] = round(us, 2) if finite else ""
                 row[f"{name} TFLOP/s"] = round(request.problem.tflops(us), 1) if finite else ""
-            row["vs cuBLAS"] = round(times["torch.matmul"] / times["tune_gemm"], 3)
+            row["vs cuBLAS"] = round(times["cuBLAS"] / times["tune_gemm"], 3)
             row["vs max-autotune"] = round(times["max-autotune"] / times["tune_gemm"], 3)
-            row["vs best peer"] = round(min(times["torch.matmul"], times["max-autotune"]) / times["tune_gemm"], 3)
+            row["vs best peer"] = round(min(times["cuBLAS"], times["max-autotune"]) / times["tune_gemm"], 3)
             row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
             row["tutorial config"] = tutorial
             rows.append(row)
@@ -146,7 +184,7 @@ def main() -> int:
             if args.csv:  # after every size, so that a run cut short keeps what it measured
                 _write_csv(args.csv, rows)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}")
-    columns = ["size", "config", "tune_gemm TFLOP/s", "torch.matmul TFLOP/s", "max-autotune TFLOP/s",
+    columns = ["size", "config", "cuBLAS call", "tune_gemm TFLOP/s", "cuBLAS TFLOP/s", "max-autotune TFLOP/s",
                "triton tutorial TFLOP/s", "vs cuBLAS", "vs max-autotune", "vs best peer", "vs tutorial"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
@@ -158,7 +196,7 @@ def main() -> int:
         from reporting.plots import plot_tflops
 
         series = {name: [r[f"{name} TFLOP/s"] or math.nan for r in rows]
-                  for name in ("tune_gemm", "torch.matmul", "max-autotune", "triton tutorial")}
+                  for name in ("tune_gemm", "cuBLAS", "max-autotune", "triton tutorial")}
         plot_tflops([r["size"] for r in rows], series, f"{torch.cuda.get_device_name()}: TFLOP/s", args.png)
     return 0
 

@@ -1,10 +1,17 @@
-"""benchmarks/bench_gemm.py on the CPU: its argument split and its CSV (the GPU part runs on the device machine)."""
+"""benchmarks/bench_gemm.py on the CPU: its argument split, its CSV, and what its max-autotune column compiles
+for each baseline (the GPU part runs on the device machine)."""
 
 from __future__ import annotations
 
 import csv
 import importlib.util
+import sys
 from pathlib import Path
+
+import pytest
+import torch
+
+from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, MATMUL, SCALED_MM
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gemm.py"
 
@@ -12,6 +19,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gemm.py"
 def _bench():
     spec = importlib.util.spec_from_file_location("bench_gemm", BENCH)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass resolves its annotations through the module's entry
     spec.loader.exec_module(module)
     return module
 
@@ -35,3 +43,47 @@ def test_the_csv_is_rewritten_whole_after_each_size(tmp_path):
     assert [row["size"] for row in read] == [row["size"] for row in rows]
     assert read[1]["tune_gemm us"] == "224.35"
     assert [p.name for p in tmp_path.iterdir()] == ["bench.csv"]  # no temporary file left behind
+
+
+def _operands(dtype, bias: bool, fp8: bool = False):
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(8, 16, generator=generator)
+    b = torch.randn(16, 4, generator=generator)
+    if dtype == torch.int8:
+        a, b = (a * 20).to(torch.int8), (b * 20).to(torch.int8)
+    c = torch.empty(8, 4, dtype=torch.int32 if dtype == torch.int8 else torch.float32)
+    extra = [torch.randn(8, generator=generator) if bias else None]
+    if fp8:
+        extra += [torch.tensor(0.5), torch.tensor(2.0)]
+    return (a, b, c, *extra) if bias or fp8 else (a, b, c)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_max_autotune_compiles_the_dense_baseline_with_its_bias(bias):
+    operands = _operands(torch.float32, bias)
+    function, arguments = _bench().inductor_target(MATMUL, operands)
+    a, b, _, *extra = operands
+    expected = a @ b + (extra[0][:, None] if bias else 0)
+    assert torch.allclose(function(*arguments), expected)
+
+
+def test_max_autotune_of_a_dequantized_fallback_runs_on_the_inputs_the_baseline_uses():
+    a, b, c, bias, scale_a, scale_b = _operands(torch.float32, True, fp8=True)
+    function, arguments = _bench().inductor_target(FP8_DEQUANTIZED, (a, b, c, bias, scale_a, scale_b))
+    assert torch.allclose(function(*arguments), (a * scale_a) @ (b * scale_b) + bias[:, None], atol=1e-5)
+    a8, b8, c8 = _operands(torch.int8, False)
+    function, arguments = _bench().inductor_target(INT8_AS_FP32, (a8, b8, c8))
+    assert torch.equal(function(*arguments), a8.float() @ b8.float())
+
+
+def test_max_autotune_of_scaled_and_int_mm_compiles_those_calls(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, "_scaled_mm", lambda a, b, **kw: calls.append(("scaled", kw)) or a.float() @ b.float())
+    monkeypatch.setattr(torch, "_int_mm", lambda a, b: calls.append(("int", {})) or a.int() @ b.int())
+    a, b, c, bias, scale_a, scale_b = _operands(torch.float32, True, fp8=True)
+    function, arguments = _bench().inductor_target(SCALED_MM, (a, b, c, bias, scale_a, scale_b))
+    assert torch.allclose(function(*arguments), a @ b + bias[:, None])
+    assert calls[-1] == ("scaled", {"scale_a": scale_a, "scale_b": scale_b, "out_dtype": c.dtype})
+    a8, b8, c8 = _operands(torch.int8, False)
+    function, arguments = _bench().inductor_target(INT_MM, (a8, b8, c8))
+    assert torch.equal(function(*arguments), a8.int() @ b8.int()) and calls[-1][0] == "int"
