@@ -2,11 +2,13 @@
 
 - configs timed in one CUPTI session (batches) get the times they get in a session each;
 - a second size sharing the first one's binaries finds them in Triton's cache (gen.loader);
-- halving and refine pick the exhaustive winner, or one within a few percent of it, on a real space.
+- halving and refine pick the exhaustive winner, or one within a few percent of it, on a real space;
+- the timing child finds every kernel the compile workers built (one cache entry per kernel).
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -28,8 +30,8 @@ SPACE = RangeSpace(block_m=(16, 64, 128), block_n=(64, 128, 256), block_k=(32, 6
 
 def _tune(tmp_path, size, **overrides):
     device = detect_device()
-    settings = TuneSettings(profiler=choose_profiler("cupti", device.vendor), num_threads=16, space=SPACE,
-                            workdir=tmp_path, **overrides)
+    settings = TuneSettings(**{"profiler": choose_profiler("cupti", device.vendor), "num_threads": 16, "space": SPACE,
+                               "workdir": tmp_path, **overrides})
     started = time.perf_counter()
     outcome = tune_size(problem(*size), device, settings, compare=False)
     discard(outcome.checkpoint)  # the next call starts afresh
@@ -77,3 +79,22 @@ def test_a_faster_search_lands_on_the_exhaustive_winner_or_close(tmp_path, size,
     assert times[str(fast.winner)] <= 1.03 * exhaustive.winner_time_us
     launches = [sum(r.configs * r.iters for r in outcome.searched.rounds) for outcome in (fast, exhaustive)]
     assert launches[0] < launches[1]  # what makes it faster: fewer timed launches (halving), fewer configs (refine)
+
+
+MIXED = RangeSpace(block_m=(64, 128), block_n=(128,), block_k=(64,), group_m=(8,), split_k=(1,), num_warps=(4, 8),
+                   num_stages=(3,), persistent_tma=(0, 1))  # plain and TMA kernels in one module
+
+
+def test_the_timing_child_builds_no_kernel_the_compile_workers_built(tmp_path, monkeypatch):
+    cache = tmp_path / "triton_cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    outcome, _ = _tune(tmp_path, (4096, 4096, 4096), space=MIXED)
+    entries: dict[str, int] = {}
+    for metadata in cache.glob("*/*.json"):
+        if not metadata.name.startswith("__grp__"):
+            name = json.loads(metadata.read_text()).get("name", "")
+            entries[name] = entries.get(name, 0) + 1
+    kernels = {name: count for name, count in entries.items() if name.startswith("matmul_kernel_")}
+    print(f"{len(outcome.compiled.compiled)} configs compiled; cache entries per kernel: {kernels}")
+    # gen.loader settles Triton 3.6's order-dependent keys: a second entry would be the child building it again
+    assert len(kernels) == len(outcome.compiled.compiled) and set(kernels.values()) == {1}
