@@ -36,3 +36,23 @@ MI250X = DeviceProfile(name="AMD Instinct MI250X (one GCD)", vendor="amd", max_s
 MI300X = DeviceProfile(name="AMD Instinct MI300X", vendor="amd", max_shared_bytes=65_536, sm_count=304, warp_size=64,
                        l2_bytes=4 * 2**20, memory_bytes=192 * 2**30, max_registers_per_thread=512, instr_m=16,
                        instr_n=16, instr_k_bytes=32)
+
+
+def timed_outcome(size: GemmProblem, times: dict[str, float], **fields):
+    """A tuner.pipeline.SizeOutcome as a search over the configs `times` (name -> µs) would return it, for tests
+    of what is built from outcomes (no kernel runs)."""
+    import pandas as pd
+
+    from profiling.runner import ChildOutcome
+    from prune.config import Config
+    from tuner.compile import CompileOutcome
+    from tuner.pipeline import SizeOutcome
+    from tuner.search import SearchOutcome
+
+    order = sorted(times, key=times.get)
+    table = pd.DataFrame({"config": order, "time_us": [times[n] for n in order], "instances": [5] * len(order)})
+    compiled = CompileOutcome(compiled=list(times), seconds=1.0)
+    return SizeOutcome(problem=size, candidates=len(times), space_size=64, compiled=compiled, profiled=ChildOutcome(),
+                       timings=table, winner=Config.parse(order[0]), winner_time_us=times[order[0]],
+                       matmul_time_us=9.0, seconds={"compile": 1.0, "profile": 2.0},
+                       searched=SearchOutcome(compiled, ChildOutcome(), table, 9.0, [], len(times)), **fields)

@@ -25,6 +25,7 @@ from profiling.postprocess import load_timings, summarize
 from profiling.runner import ChildFailed, ChildOutcome, run_child
 from profiling.schema import BASELINE_NAME
 from tuner.checkpoint import Checkpoint
+from tuner.chunks import Chunk
 from tuner.compile import CompileOutcome, compile_all
 from tuner.errors import UserError
 from tuner.order import visiting_order
@@ -112,9 +113,10 @@ def _check_job(module: Path, scratch: Path, names: list[str], settings: TuneSett
 
 
 def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, compare: bool,
-              log=print, stages: Stages | None = None) -> SizeOutcome:
+              log=print, stages: Stages | None = None, chunk: Chunk | None = None) -> SizeOutcome:
     """Tune one size: returns the winner and everything measured on the way. SizeFailed if none works.
-    `stages` shows the compile, time and compare stages as they go (tuner.progress).
+    `stages` shows the compile, time and compare stages as they go (tuner.progress). With `chunk`, only that
+    chunk's share of the pruned configs (tuner.chunks): the outcome is over those configs alone.
 
     Times are checkpointed as they come in (tuner.checkpoint): a run with the same problem and settings
     resumes what an interrupted one left. The caller discards the checkpoint (outcome.checkpoint) once
@@ -128,13 +130,19 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
     if not pruned.configs:
         raise SizeFailed("no config survives pruning for this size")
 
-    scratch = scratch_dir(settings, problem, "tune")
-    module = write_module(problem, pruned.configs, Path(settings.workdir).resolve())  # the one users open
+    scratch = scratch_dir(settings, problem, f"tune_{chunk.tag}_" if chunk else "tune")
     # the search visits the configs in a spread-out order (tuner.order); the tuner's processes load slices of
     # the module in that same order, so that a process needs few parts at a time
     visiting = visiting_order(pruned.configs)
+    if chunk is None:
+        module = write_module(problem, pruned.configs, Path(settings.workdir).resolve())  # the one users open
+    else:  # its share, in files of its own: other workers tune the size's other chunks at the same time
+        visiting = chunk.take(visiting)
+        log(f"{problem.label}: {chunk} takes {len(visiting)} of them")
+        module = write_module(problem, visiting, scratch)
     parts = write_parts(problem, visiting, scratch)
-    checkpoint = Checkpoint.open(settings.workdir, problem.file_tag, checkpoint_key(problem, device, settings, module))
+    checkpoint = Checkpoint.open(settings.workdir, problem.file_tag + (f"_{chunk.tag}" if chunk else ""),
+                                 checkpoint_key(problem, device, settings, module))
     try:
         try:
             searched = run_search(module, [str(config) for config in visiting], scratch, settings, device, checkpoint,
@@ -147,21 +155,27 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
             log(searched.note)
         winner = Config.parse(table.loc[0, "config"])
         outcome = SizeOutcome(
-            problem=problem, candidates=len(pruned.configs), space_size=pruned.space_size, compiled=searched.compiled,
+            problem=problem, candidates=len(visiting), space_size=pruned.space_size, compiled=searched.compiled,
             profiled=searched.profiled, timings=table, winner=winner, winner_time_us=float(table.loc[0, "time_us"]),
             matmul_time_us=searched.matmul_time_us, seconds=seconds, searched=searched, checkpoint=checkpoint.path,
         )
         if compare:
-            started = time.perf_counter()
-            stages.start("compare", 1)
-            checked = check_configs(module, [winner], scratch, settings, parts)
-            outcome.check_error = checked.get(str(winner), float("inf"))
-            stages.advance("compare")
-            stages.finish("compare")
-            seconds["compare"] = time.perf_counter() - started
+            compare_winner(outcome, module, scratch, settings, stages, parts)
         return outcome
     finally:
         clean_up(settings, module, scratch)
+
+
+def compare_winner(outcome: SizeOutcome, module: Path, scratch: Path, settings: TuneSettings, stages: Stages,
+                   parts: Mapping[str, Path] | None = None) -> None:
+    """`--compare`: the winner's relative error against float64 into the outcome (a crash counts as inf)."""
+    started = time.perf_counter()
+    stages.start("compare", 1)
+    checked = check_configs(module, [outcome.winner], scratch, settings, parts)
+    outcome.check_error = checked.get(str(outcome.winner), float("inf"))
+    stages.advance("compare")
+    stages.finish("compare")
+    outcome.seconds["compare"] = time.perf_counter() - started
 
 
 @dataclass

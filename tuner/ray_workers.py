@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from prune.device import INTERPRETER_PROFILE, detect_device
+from tuner.chunks import Work
 from tuner.errors import UserError
 from tuner.pipeline import TuneSettings
 from tuner.problem import GemmProblem
@@ -52,7 +53,7 @@ def tune_task(problem: GemmProblem, settings: TuneSettings, compare: bool) -> Si
     device = INTERPRETER_PROFILE if settings.interpret else detect_device(0)
     pinned = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("HIP_VISIBLE_DEVICES")
     where = f"ray {socket.gethostname()}" + (f" GPU {pinned}" if pinned and not settings.interpret else "")
-    return tune_labelled(problem, device, settings, compare, where)
+    return tune_labelled(Work(problem), device, settings, compare, where)
 
 
 def _task_env(interpret: bool) -> dict[str, str]:

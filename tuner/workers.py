@@ -1,4 +1,4 @@
-"""Tuning sizes on several GPUs of this host: one worker process per GPU, sizes handed out as workers free up.
+"""Tuning sizes on several GPUs of this host: one worker process per GPU, work handed out as workers free up.
 
 The coordinator (the tuner's own process) starts one spawned worker per GPU, its environment pinning it to
 that GPU (tuner.gpus.pinning_env) before anything in it can touch CUDA; the worker's compile pool and timing
@@ -7,10 +7,15 @@ does not hold up the others) and gets back a `SizeDone`; the caller records it, 
 writes the results file. Each worker gets an equal share of the compile workers (--num_threads), so that
 together they use the host's CPU cores without oversubscribing them.
 
-A worker that dies (killed, a crash of the runtime) has its size put back at the front of the queue and, while
-sizes wait, a fresh worker is started on its GPU; a size whose worker died `retries + 1` times is reported as
-failed. A worker that dies with no size (on start) is not replaced.
-Sizes already recorded are never touched again. A size is never split over workers (no config chunks).
+With fewer sizes than workers, a size is split into config chunks (tuner.chunks) that several workers tune at
+once; once all chunks of a size are in, a worker times their best configs again side by side (tuner.merge), and
+the caller gets one SizeDone for the size as before. Sizes are split only when all GPUs are alike: each chunk's
+worker prunes the size for its own GPU, and the chunks must share out one list of configs.
+
+A worker that dies (killed, a crash of the runtime) has its item (size, chunk or final round) put back at the
+front of the queue and, while items wait, a fresh worker is started on its GPU; an item whose worker died
+`retries + 1` times is reported as failed (a failed chunk leaves the size to its other chunks). A worker that dies
+with no item (on start) is not replaced. Sizes already recorded are never touched again.
 
 Each worker leads its own process group: when it dies, the coordinator kills the group, so no compile
 worker or timing child of it lives on to write into the scratch files of the size's next attempt.
@@ -22,7 +27,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
@@ -30,13 +35,16 @@ from multiprocessing.connection import Connection, wait
 from rich.console import Console
 
 from profiling.runner import die_with_parent
+from prune import prune
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
+from tuner.chunks import MIN_CHUNK_CONFIGS, Work, plan_work
 from tuner.gpus import GpuSelection, pinning_env
+from tuner.merge import SplitSize, final_round
 from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, tune_size
 from tuner.problem import GemmProblem
 from tuner.progress import StageLines, Stages
 
-DEFAULT_RETRIES = 2  # a size is tried at most this many more times after its worker died
+DEFAULT_RETRIES = 2  # an item is tried at most this many more times after its worker died
 _STOP_SECONDS = 10.0  # a worker told to stop gets this long to exit before it is killed
 
 
@@ -63,22 +71,31 @@ class Slot:
 def tune_one(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, compare: bool, where: str,
              log: Callable[[str], object], stages: Stages) -> SizeDone:
     """Tune one size into a SizeDone (a size that fails is an outcome too, not an exception)."""
+    return do_work(Work(problem), device, settings, compare, where, log, stages)
+
+
+def do_work(work: Work, device: DeviceProfile, settings: TuneSettings, compare: bool, where: str,
+            log: Callable[[str], object], stages: Stages) -> SizeDone:
+    """One item into a SizeDone over its configs (for a chunk or a final round, not yet the size's)."""
     try:
-        outcome = tune_size(problem, device, settings, compare, log=log, stages=stages)
+        if work.finalists:
+            outcome = final_round(work.problem, list(work.finalists), device, settings, compare, log, stages)
+        else:  # a chunk's best is not the size's winner: the final round compares
+            outcome = tune_size(work.problem, device, settings, compare and work.chunk is None, log=log,
+                                stages=stages, chunk=work.chunk)
     except SizeFailed as failure:
-        return SizeDone(problem, None, str(failure), device.name, where)
+        return SizeDone(work.problem, None, str(failure), device.name, where)
     finally:
         stages.close()
-    return SizeDone(problem, outcome, None, device.name, where)
+    return SizeDone(work.problem, outcome, None, device.name, where)
 
 
-def tune_labelled(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, compare: bool,
-                  where: str) -> SizeDone:
-    """tune_one in a worker: progress as lines on stdout, each starting with the worker's place."""
+def tune_labelled(work: Work, device: DeviceProfile, settings: TuneSettings, compare: bool, where: str) -> SizeDone:
+    """do_work in a worker: progress as lines on stdout, each starting with the worker's place."""
     console = Console(highlight=False, soft_wrap=True)
-    return tune_one(problem, device, settings, compare, where,
-                    lambda line: console.print(f"[{where}] {line}", markup=False),
-                    StageLines(console, f"[{where}] {problem.label}"))
+    return do_work(work, device, settings, compare, where,
+                   lambda line: console.print(f"[{where}] {line}", markup=False),
+                   StageLines(console, f"[{where}] {work.label}"))
 
 
 def slots_for(gpus: GpuSelection, vendor: str, interpret: bool) -> list[Slot]:
@@ -94,20 +111,57 @@ def worker_settings(settings: TuneSettings, slot: Slot, workers: int) -> TuneSet
 
 
 def _worker(connection: Connection, slot: Slot, settings: TuneSettings, compare: bool) -> None:
-    """A worker's life: pinned to its GPU, tune each size it is sent until told to stop (None)."""
+    """A worker's life: pinned to its GPU, do each item it is sent until told to stop (None)."""
     os.setpgid(0, 0)  # its own group, which the coordinator kills whole (see the module docstring)
     if sys.platform == "linux":  # and no worker outlives a coordinator killed outright (kill -9)
         die_with_parent()
     os.environ.update(slot.pin)  # before any CUDA call in this process
-    while (problem := connection.recv()) is not None:
-        connection.send(tune_labelled(problem, slot.device, settings, compare, slot.where))
+    while (work := connection.recv()) is not None:
+        connection.send(tune_labelled(work, slot.device, settings, compare, slot.where))
 
 
 @dataclass
 class _Running:
     process: multiprocessing.Process
     connection: Connection
-    index: int | None = None  # the size it is tuning
+    work: Work | None = None  # the item it is doing
+
+
+class WorkQueue:
+    """The items still to hand out, the retries each has used, and the chunks of split sizes gathered until
+    their final round."""
+
+    def __init__(self, items: list[Work], retries: int):
+        self.pending, self.retries, self.attempts = deque(items), retries, Counter()
+        self.split = {w.problem: SplitSize(w.chunk.count) for w in items if w.chunk}
+
+    def put_back(self, work: Work) -> bool:
+        """After its worker died: back at the front of the queue, unless it used its retries (False)."""
+        self.attempts[work] += 1
+        if self.attempts[work] > self.retries:
+            return False
+        self.pending.appendleft(work)
+        return True
+
+    def finished(self, work: Work, done: SizeDone) -> Iterator[SizeDone]:
+        """An item is done (or failed): the SizeDone of its size, once there is one."""
+        if work.chunk is None and not work.finalists:
+            yield done
+            return
+        split = self.split[work.problem]
+        if work.chunk:
+            split.add(done.outcome, done.error)
+            if done.outcome is None:
+                print(f"{work.label} failed{f' on {done.where}' if done.where else ''}: {done.error}", flush=True)
+            if split.complete and split.outcomes:  # first in line: the size is done soonest
+                self.pending.appendleft(Work(work.problem, finalists=split.finalists()))
+            elif split.complete:
+                yield replace(done, error=f"every chunk failed; last: {done.error}")
+            return
+        del self.split[work.problem]
+        yield done if done.outcome is None else replace(done, outcome=split.merged(done.outcome))
+        if done.outcome is not None:  # the caller asks for the next SizeDone once it has recorded this one
+            split.discard_checkpoints()
 
 
 def _kill_group(process: multiprocessing.Process) -> None:
@@ -119,13 +173,27 @@ def _kill_group(process: multiprocessing.Process) -> None:
     process.join()
 
 
+def plan(problems: list[GemmProblem], slots: list[Slot], settings: TuneSettings,
+         min_chunk: int = MIN_CHUNK_CONFIGS) -> list[Work]:
+    """The items to hand out (tuner.chunks), with a line for each size split (see the module docstring)."""
+    if len(problems) >= len(slots) or any(slot.device != slots[0].device for slot in slots):
+        return [Work(problem) for problem in problems]
+    counts = [len(prune(problem, slots[0].device, settings.space).configs) for problem in problems]
+    items = plan_work(list(zip(problems, counts)), len(slots), min_chunk)
+    for problem, count in zip(problems, counts):
+        chunks = sum(work.problem == problem for work in items if work.chunk)
+        if chunks:
+            print(f"{problem.label}: {count} configs in {chunks} chunks over {chunks} workers", flush=True)
+    return items
+
+
 def tune_on_workers(problems: list[GemmProblem], slots: list[Slot], settings: TuneSettings, compare: bool,
-                    retries: int = DEFAULT_RETRIES,
-                    on_assign: Callable[[int, GemmProblem], object] | None = None) -> Iterator[SizeDone]:
-    """Tune `problems` on one worker per slot; yields each SizeDone as it completes (in completion order).
-    on_assign(worker pid, problem) is called as a size is handed out."""
+                    retries: int = DEFAULT_RETRIES, on_assign: Callable[[int, Work], object] | None = None,
+                    min_chunk: int = MIN_CHUNK_CONFIGS) -> Iterator[SizeDone]:
+    """Tune `problems` on one worker per slot; yields each size's SizeDone as it completes (in completion order).
+    on_assign(worker pid, work) is called as an item is handed out."""
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no CUDA state, the pin applies
-    pending, attempts = deque(range(len(problems))), [0] * len(problems)
+    queue = WorkQueue(plan(problems, slots, settings, min_chunk), retries)
     workers: dict[int, _Running] = {}
 
     def start(number: int) -> None:
@@ -141,30 +209,31 @@ def tune_on_workers(problems: list[GemmProblem], slots: list[Slot], settings: Tu
     try:
         for number in range(len(slots)):
             start(number)
-        while pending or any(w.index is not None for w in workers.values()):
+        while queue.pending or any(w.work is not None for w in workers.values()):
             for worker in workers.values():
-                if worker.index is None and pending:
-                    worker.index = pending.popleft()
+                if worker.work is None and queue.pending:
+                    worker.work = queue.pending.popleft()
                     try:
-                        worker.connection.send(problems[worker.index])
-                    except OSError:  # it died meanwhile: seen below, and the size goes back to the queue
+                        worker.connection.send(worker.work)
+                    except OSError:  # it died meanwhile: seen below, and the item goes back to the queue
                         continue
                     if on_assign:
-                        on_assign(worker.process.pid, problems[worker.index])
+                        on_assign(worker.process.pid, worker.work)
             if not workers:  # the last ones died idle (on start): their GPUs cannot run one
-                for index in pending:
-                    yield SizeDone(problems[index], None, "no worker left to tune it", "", "")
+                while queue.pending:  # a final round may join the queue as the last chunk of its size fails
+                    work = queue.pending.popleft()
+                    yield from queue.finished(work, SizeDone(work.problem, None, "no worker left to tune it", "", ""))
                 return
             wait([w.connection for w in workers.values()] + [w.process.sentinel for w in workers.values()])
             for number, worker in list(workers.items()):
                 done = _receive(worker)
                 if done is not None:
-                    worker.index = None
-                    yield done
+                    work, worker.work = worker.work, None
+                    yield from queue.finished(work, done)
                 elif not worker.process.is_alive():
-                    yield from _after_death(number, worker, problems, attempts, retries, pending, slots)
+                    yield from _after_death(number, worker, queue, slots)
                     del workers[number]
-                    if worker.index is not None and pending:  # it died on a size, not on start: a fresh one
+                    if worker.work is not None and queue.pending:  # it died on an item, not on start: a fresh one
                         start(number)
     finally:
         for worker in workers.values():
@@ -173,7 +242,7 @@ def tune_on_workers(problems: list[GemmProblem], slots: list[Slot], settings: Tu
             except OSError:  # it is gone already
                 pass
         for worker in workers.values():
-            worker.process.join(_STOP_SECONDS if worker.index is None else 0)
+            worker.process.join(_STOP_SECONDS if worker.work is None else 0)
             if worker.process.exitcode is None:  # busy (the run stopped early) or stuck: it and its children
                 _kill_group(worker.process)
 
@@ -186,18 +255,16 @@ def _receive(worker: _Running) -> SizeDone | None:
         return None
 
 
-def _after_death(number: int, worker: _Running, problems: list[GemmProblem], attempts: list[int], retries: int,
-                 pending: deque[int], slots: list[Slot]) -> Iterator[SizeDone]:
-    """A worker died: its size goes back to the queue, or fails once it has used its retries."""
+def _after_death(number: int, worker: _Running, queue: WorkQueue, slots: list[Slot]) -> Iterator[SizeDone]:
+    """A worker died: its item goes back to the queue, or fails once it has used its retries."""
     _kill_group(worker.process)
-    if worker.index is None:
+    work, slot, code = worker.work, slots[number], worker.process.exitcode
+    if work is None:
         return
-    attempts[worker.index] += 1
-    problem, slot = problems[worker.index], slots[number]
-    if attempts[worker.index] > retries:
-        yield SizeDone(problem, None, f"its worker died {attempts[worker.index]} times (last on {slot.where}, "
-                       f"exit code {worker.process.exitcode})", slot.device.name, slot.where)
+    if queue.put_back(work):
+        print(f"[{slot.where}] worker died (exit code {code}) tuning {work.label}; the {work.kind} goes back to the "
+              "queue", flush=True)
     else:
-        print(f"[{slot.where}] worker died (exit code {worker.process.exitcode}) tuning {problem.label}; "
-              "the size goes back to the queue", flush=True)
-        pending.appendleft(worker.index)
+        yield from queue.finished(work, SizeDone(work.problem, None, f"its worker died {queue.attempts[work]} times "
+                                                 f"(last on {slot.where}, exit code {code})", slot.device.name,
+                                                 slot.where))

@@ -1,7 +1,9 @@
 """tuner.workers on the CPU: interpreter workers stand in for GPUs (--interpret --ngpus N).
 
 Several workers tune a size list into one results file, as one worker does; a worker killed in the middle of
-a size has the size retried by a fresh worker; a size whose workers keep dying is reported as failed."""
+a size has the size retried by a fresh worker; a size whose workers keep dying is reported as failed. With fewer
+sizes than workers a size is split into config chunks (tuner.chunks), whose best configs are timed again; a
+worker killed in a chunk has the chunk retried. The work queue's bookkeeping is tested without processes."""
 
 from __future__ import annotations
 
@@ -9,18 +11,23 @@ import functools
 import os
 import signal
 import threading
+from dataclasses import replace
 
 import yaml
-from helpers import problem
+from helpers import SMALL_SPACE_YAML, problem, timed_outcome
 
 from profiling import choose_profiler
+from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
+from prune.space import space_for, space_from_mapping
 from tuner import cli
+from tuner.chunks import Chunk, Work
 from tuner.cli import main
 from tuner.gpus import GpuSelection, pinning_env
+from tuner.order import visiting_order
 from tuner.pipeline import TuneSettings
-from tuner.workers import Slot, slots_for, tune_on_workers, worker_settings
+from tuner.workers import SizeDone, Slot, WorkQueue, plan, slots_for, tune_on_workers, worker_settings
 
 SIZES = [(16, 16, 16), (32, 16, 16), (16, 32, 16), (32, 32, 16)]
 FAST = ["--iters", "1", "--warmup", "0", "--quiet"]
@@ -58,6 +65,7 @@ def test_two_workers_record_what_one_worker_records(tmp_path, space_file, monkey
     assert code == 0, out
     assert "interpreter workers 0,1" in out and out.count("PASS") == len(SIZES)
     assert "[interpreter 0]" in out and "[interpreter 1]" in out  # both took sizes
+    assert "chunk" not in out  # as many sizes as workers and more: each size tuned whole
     assert _sizes(spread) == _sizes(alone) == sorted(SIZES)
     for entry in yaml.safe_load(spread.read_text()):  # each winner passed --compare (float64 reference) above
         Config.from_mapping(entry)  # and its entry holds the whole config
@@ -87,9 +95,9 @@ def test_a_size_whose_workers_keep_dying_fails_and_the_rest_go_on(tmp_path, smal
     doomed = problem(16, 16, 16)
     assigned = []
 
-    def kill_doomed(pid, size):
-        assigned.append(size)
-        if size == doomed:
+    def kill_doomed(pid, work):
+        assigned.append(work.problem)
+        if work.problem == doomed:
             _kill_later(pid, 1.0)
 
     settings = TuneSettings(profiler=choose_profiler("auto", "interpreter"), interpret=True, iters=1, warmup=0,
@@ -110,3 +118,139 @@ def test_each_worker_gets_its_share_of_the_compile_workers_and_its_pin():
     assert worker_settings(settings, slot, 3).num_threads == 2
     assert worker_settings(settings, slot, 8).num_threads == 1
     assert worker_settings(settings, slot, 3).child_env == {"CUDA_VISIBLE_DEVICES": "3"}
+
+
+# Chunks: 32x32x32 keeps 24 configs of the small space; chunks of at least 4 configs let tiny spaces be split.
+SPLIT = problem(32, 32, 32)
+MIN_CHUNK = 4
+
+
+def _split_names() -> list[str]:
+    space = space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "space", space_for("interpreter"))
+    return [str(c) for c in visiting_order(prune(SPLIT, INTERPRETER_PROFILE, space).configs)]
+
+
+def _chunked(assigned: list, done: list, kill=None):
+    """cli's tune_on_workers with small chunks, recording each item handed out and each SizeDone yielded."""
+    def on_assign(pid, work):
+        assigned.append((pid, work))
+        if kill:
+            kill(pid, work)
+
+    def chunked(*args, **kwargs):
+        for size_done in tune_on_workers(*args, on_assign=on_assign, min_chunk=MIN_CHUNK, **kwargs):
+            done.append(size_done)
+            yield size_done
+    return chunked
+
+
+def _tune_split(tmp_path, space_file, *extra):
+    results = tmp_path / "out.yaml"
+    code = main(["--gemm_size_file", str(_sizes_file(tmp_path, [(SPLIT.M, SPLIT.N, SPLIT.K)])), "--interpret",
+                 "--space", str(space_file), "--tuning_results_file", str(results), "--ngpus", "2", *FAST, *extra])
+    return code, results
+
+
+def test_one_size_is_split_over_the_workers_and_its_chunks_best_timed_again(tmp_path, space_file, monkeypatch,
+                                                                            capfd):
+    monkeypatch.chdir(tmp_path)
+    assigned, done = [], []
+    monkeypatch.setattr(cli, "tune_on_workers", _chunked(assigned, done))
+    code, results = _tune_split(tmp_path, space_file, "--compare")
+    out = capfd.readouterr().out
+    assert code == 0, out
+    names = _split_names()
+    assert f"{SPLIT.label}: {len(names)} configs in 2 chunks over 2 workers" in out
+    (first, chunk1), (second, chunk2), (_, final) = assigned
+    assert (chunk1.chunk, chunk2.chunk, final.kind) == (Chunk(0, 2), Chunk(1, 2), "final round")
+    assert first != second  # both workers tuned a chunk
+    for index in range(2):  # the 4 best of each chunk, from its own share of the configs
+        assert len(set(final.finalists) & set(names[index::2])) == 4
+    [size_done] = done
+    outcome = size_done.outcome
+    assert sorted(outcome.compiled.compiled) == sorted(names)  # each config in exactly one chunk
+    assert outcome.searched.timed == len(names)
+    assert sorted(outcome.timings["config"]) == sorted(final.finalists)  # the final round's times decide
+    assert str(outcome.winner) == outcome.timings.loc[0, "config"] and str(outcome.winner) in names
+    assert outcome.winner_time_us == outcome.timings["time_us"].min()
+    [entry] = yaml.safe_load(results.read_text())
+    assert str(Config.from_mapping(entry)) == str(outcome.winner)
+    assert out.count("PASS") == 1  # --compare checked the size's winner, once
+    assert not (tmp_path / "tune_gemm_work").exists()  # chunks' scratch files and checkpoints gone once recorded
+
+
+def test_a_worker_killed_mid_chunk_has_the_chunk_retried_and_nothing_is_lost(tmp_path, space_file, monkeypatch,
+                                                                             capfd):
+    monkeypatch.chdir(tmp_path)
+    assigned, done = [], []
+
+    def kill_first_chunk(pid, work):
+        if work.chunk == Chunk(0, 2) and len(assigned) == 1:
+            _kill_later(pid)
+
+    monkeypatch.setattr(cli, "tune_on_workers", _chunked(assigned, done, kill_first_chunk))
+    code, results = _tune_split(tmp_path, space_file)
+    out = capfd.readouterr().out
+    assert code == 0, out
+    assert (f"worker died (exit code -9) tuning {SPLIT.label} chunk 1 of 2; the chunk goes back to the queue"
+            in out)
+    assert [w.chunk for _, w in assigned if w.chunk].count(Chunk(0, 2)) == 2
+    [size_done] = done
+    assert size_done.outcome.searched.timed == len(_split_names())  # the retried chunk timed all of its share
+    assert len(yaml.safe_load(results.read_text())) == 1
+    assert not (tmp_path / "tune_gemm_work").exists()
+
+
+def test_sizes_are_split_only_when_fewer_than_workers_and_the_gpus_alike(small_space, capsys):
+    slots = slots_for(GpuSelection((0, 1)), "none", True)
+    two = [SPLIT, problem(32, 32, 64)]
+    settings = TuneSettings(profiler=choose_profiler("auto", "interpreter"), interpret=True, space=small_space)
+    assert plan(two, slots, settings, MIN_CHUNK) == [Work(size) for size in two]
+    assert plan(two[:1], slots, settings, MIN_CHUNK) == [Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2))]
+    assert plan(two[:1], slots, settings) == [Work(SPLIT)]  # its few configs: under the real minimum
+    unlike = [slots[0], replace(slots[1], device=replace(INTERPRETER_PROFILE, name="another GPU"))]
+    assert plan(two[:1], unlike, settings, MIN_CHUNK) == [Work(SPLIT)]
+    assert capsys.readouterr().out.count("chunks over") == 1
+
+
+def _chunk_done(index: int, times: dict[str, float] | None, checkpoint=None) -> tuple[Work, SizeDone]:
+    work = Work(SPLIT, Chunk(index, 2))
+    if times is None:
+        return work, SizeDone(SPLIT, None, "its worker died 3 times", "cpu", f"interpreter {index}")
+    return work, SizeDone(SPLIT, timed_outcome(SPLIT, times, checkpoint=checkpoint), None, "cpu",
+                          f"interpreter {index}")
+
+
+def test_the_queue_hands_out_a_final_round_once_all_chunks_are_in(tmp_path):
+    queue = WorkQueue([Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2)), Work(problem(16, 16, 16))], retries=1)
+    chunk = queue.pending.popleft()
+    assert queue.put_back(chunk) and queue.pending[0] == chunk  # first retry: back at the front
+    assert queue.put_back(chunk) is False  # retries used
+    first, second = (tmp_path / "chunk1.json", tmp_path / "chunk2.json")
+    assert list(queue.finished(*_chunk_done(0, {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 2.0}, first))) == []
+    assert list(queue.finished(*_chunk_done(1, {"BM32_BN16_BK16_GM1_SK1_nW1_nS1": 1.0}, second))) == []
+    final = queue.pending[0]  # before the sizes still waiting: the split size is done soonest
+    assert final == Work(SPLIT, finalists=("BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1"))
+    retimed = timed_outcome(SPLIT, {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 1.5, "BM32_BN16_BK16_GM1_SK1_nW1_nS1": 1.6})
+    first.write_text("{}")
+    second.write_text("{}")
+    results = queue.finished(final, SizeDone(SPLIT, retimed, None, "cpu", "interpreter 1"))
+    [merged] = [next(results)]
+    assert str(merged.outcome.winner) == "BM16_BN16_BK16_GM1_SK1_nW1_nS1" and merged.where == "interpreter 1"
+    assert first.exists()  # not recorded yet: a rerun could still resume the chunks
+    assert list(results) == [] and not first.exists() and not second.exists()
+
+
+def test_a_failed_chunk_leaves_the_size_to_the_other_and_all_failed_fail_the_size(capsys):
+    queue = WorkQueue([Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2))], retries=0)
+    queue.pending.clear()
+    assert list(queue.finished(*_chunk_done(0, None))) == []
+    assert f"{SPLIT.label} chunk 1 of 2 failed on interpreter 0: its worker died 3 times" in capsys.readouterr().out
+    assert list(queue.finished(*_chunk_done(1, {"BM32_BN16_BK16_GM1_SK1_nW1_nS1": 1.0}))) == []
+    assert queue.pending[0].finalists == ("BM32_BN16_BK16_GM1_SK1_nW1_nS1",)
+
+    queue = WorkQueue([Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2))], retries=0)
+    queue.pending.clear()
+    assert list(queue.finished(*_chunk_done(0, None))) == []
+    [failed] = queue.finished(*_chunk_done(1, None))
+    assert failed.outcome is None and failed.error.startswith("every chunk failed") and not queue.pending
