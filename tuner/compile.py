@@ -37,6 +37,13 @@ class CompileOutcome:
     resources: dict[str, dict] = field(default_factory=dict)  # config name -> registers/spills/shared
     seconds: float = 0.0
 
+    def absorb(self, other: CompileOutcome) -> None:
+        """Add what another compile stage did (a later round, another chunk of the size) to this outcome."""
+        self.compiled += other.compiled
+        self.failed.update(other.failed)
+        self.resources.update(other.resources)
+        self.seconds += other.seconds
+
 
 POOLS = ("process", "thread")
 CompileResult = tuple[str, str | None, dict]  # config name, failure reason (None: compiled), resources

@@ -93,15 +93,12 @@ class SplitSize:
         """The size's outcome: the final round's table, winner and check, with what the chunks compiled, timed,
         failed and spent. Seconds are summed over the chunks: worker time, not wall time (they ran at once)."""
         chunks = self.outcomes
-        compiled = CompileOutcome(compiled=[name for o in chunks for name in o.compiled.compiled],
-                                  failed=_union(o.compiled.failed for o in chunks),
-                                  resources=_union(o.compiled.resources for o in chunks),
-                                  seconds=sum(o.compiled.seconds for o in chunks))
+        compiled, seconds = CompileOutcome(), Counter()
+        for outcome in chunks:
+            compiled.absorb(outcome.compiled)
+            seconds.update(outcome.seconds)
         profiled = ChildOutcome(failed=_union(o.profiled.failed for o in [*chunks, final]),
                                 restarts=sum(o.profiled.restarts for o in [*chunks, final]))
-        seconds: Counter[str] = Counter()
-        for outcome in chunks:
-            seconds.update(outcome.seconds)
         seconds["final round"] = sum(value for stage, value in final.seconds.items() if stage != "compare")
         if "compare" in final.seconds:
             seconds["compare"] = final.seconds["compare"]

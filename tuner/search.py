@@ -339,10 +339,7 @@ class _Search:
             raise
         if stream is not None:
             compiled = stream.join()
-            self.compiled.compiled += compiled.compiled
-            self.compiled.failed.update(compiled.failed)
-            self.compiled.resources.update(compiled.resources)
-            self.compiled.seconds += compiled.seconds
+            self.compiled.absorb(compiled)
             self.seconds["compile"] = self.compiled.seconds
             self.checkpoint.compile_failed.update(compiled.failed)
         self.finish(timer, spec, state)
