@@ -11,7 +11,8 @@ winners are also recorded as a results file, OUT.SEARCH.yaml (for benchmarks/ben
 
 `--cache cold` gives every search a fresh Triton cache (end to end includes compiling everything);
 `--cache warm` shares one cache across the run, so a search finds the binaries an earlier one built
-(the first search of a size builds them for the next). Sizes are run in file order (or fewest configs first,
+(the first search of a size builds them for the next); `--cache_dir DIR` keeps that cache in DIR, so that
+a run split over several commands (a device machine's per-command limit) shares it too. Sizes are run in file order (or fewest configs first,
 `--order smallest`) while `--time_limit` allows: a size is started only if the time it is expected to
 take (its configs at the rate of the biggest search so far, once one of at least 200 configs has run; a
 guess of 20 configs/s before that, since a tiny size's rate is all start-up) fits in what is left; the sizes not run
@@ -140,6 +141,7 @@ def main() -> int:
     parser.add_argument("--sizes", help="entries to run: 1-based numbers or MxNxK, comma-separated (default all)")
     parser.add_argument("--searches", default=",".join(SEARCHES), help="comma-separated, in the order to run them")
     parser.add_argument("--cache", choices=("cold", "warm"), default="warm")
+    parser.add_argument("--cache_dir", type=Path, help="with --cache warm: the shared cache's folder (kept)")
     parser.add_argument("--time_limit", type=float, default=420.0, help="seconds for the whole run (see above)")
     parser.add_argument("--order", choices=("file", "smallest"), default="file",
                         help="run the sizes in file order, or fewest configs first (more sizes fit the limit)")
@@ -175,7 +177,9 @@ def main() -> int:
     rows, skipped, largest = [], [], (0, 0.0)  # largest: (configs, seconds) of the biggest search so far
     with tempfile.TemporaryDirectory(prefix="bench_search_") as workdir:
         if args.cache == "warm":
-            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_warm_", dir=workdir)
+            shared = args.cache_dir or Path(tempfile.mkdtemp(prefix="triton_warm_", dir=workdir))
+            shared.mkdir(parents=True, exist_ok=True)
+            os.environ["TRITON_CACHE_DIR"] = str(shared.resolve())
         for number, request, configs in sized:
             problem = request.problem
             # the biggest search measured says best what a big one costs (small ones are all start-up)

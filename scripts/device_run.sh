@@ -9,10 +9,13 @@ export PYTHONUNBUFFERED=1
 # Python process (compile workers, timing children) spends about 9 s compiling torch's sources on import.
 export PYTHONPYCACHEPREFIX=/tmp/pycache
 # Everything goes to /tmp/o, packed into one archive in $OUT at the end (the device tool returns at most 8 files).
-FINAL=${OUT:-/tmp/out}; OUT=/tmp/o; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
-trap 'tar -czf "$FINAL/device_out.tgz" -C "$OUT" .' EXIT
+FINAL=${OUT:-/tmp/out}; OUT=/tmp/o_${1:-tests}; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 ROOT=$PWD
 mode=${1:-tests}; shift || true
+# one archive per mode, so that modes chained in one call do not overwrite each other's logs
+trap 'tar -czf "$FINAL/device_out_$mode.tgz" -C "$OUT" .' EXIT
+# each mode's run ends before the device call's limit, so that the archive of its logs is still written
+bounded() { timeout "${RUN_SECONDS:-560}" "$@"; }
 without_ir() { grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\."; }  # drops the MLIR a failing compile dumps
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
 if [ "$mode" = tests ]; then
@@ -34,18 +37,18 @@ if [ "$mode" = sizes ]; then
   # tune every size of a sizes file; the results file is written straight to the returned folder, so a
   # time-out keeps every size already done
   sizes=$1; shift
-  ( time python3 tune_gemm.py --gemm_size_file "$sizes" --compare --quiet --tuning_results_file "$FINAL/tuned.yaml" "$@" ) \
+  ( time bounded python3 tune_gemm.py --gemm_size_file "$sizes" --compare --quiet --tuning_results_file "$FINAL/tuned.yaml" "$@" ) \
     2>&1 | without_ir | tee "$OUT/tune_sizes.log" | grep -E "PASS|FAIL|real|winner|error" | tail -40
 fi
 if [ "$mode" = search ]; then
   # searches side by side (benchmarks/bench_search.py); its table and one results file per search go straight
   # to the returned folder, rewritten after each size
   sizes=$1; shift
-  python3 benchmarks/bench_search.py "$sizes" --out "$FINAL/search" "$@" 2>&1 | without_ir | tee "$OUT/search.log" \
+  bounded python3 benchmarks/bench_search.py "$sizes" --out "$FINAL/search" "$@" 2>&1 | without_ir | tee "$OUT/search.log" \
     | grep -E "^entry|^skip|within 1%|s in all|not run|Error|error" | tail -30
 fi
 if [ "$mode" = bench ]; then
-  python3 benchmarks/bench_gemm.py "$1" --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" 2>&1 \
+  bounded python3 benchmarks/bench_gemm.py "$1" --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" 2>&1 \
     | tee "$OUT/bench.log" | grep -v Warning | tail -16
 fi
 if [ "$mode" = tune ]; then

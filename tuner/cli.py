@@ -24,7 +24,7 @@ from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES, check_combination, check_device_runs, dtype_named
 from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
 from tuner.gpus import GpuSelection, gpus_for_run, pinning_env
-from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, require_config
+from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, config_timeout_for, require_config
 from tuner.problem import GemmProblem
 from tuner.progress import stages_for
 from tuner.ray_workers import check_ray_flags, tune_on_ray
@@ -88,8 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--statistic", choices=STATISTICS, default="median",
                         help="median of the timed launches, or the seed's 'last' launch")
     parser.add_argument("--space", type=Path, help="YAML mapping config field -> values replacing the full space")
-    parser.add_argument("--config_timeout", type=float, default=300.0,
-                        help="seconds a config may run without progress before it is killed as hung")
+    parser.add_argument("--config_timeout", type=float,
+                        help="seconds a config may run without progress before it is killed as hung "
+                             "(default 60; 300 with --no_warmup or --interpret, where the child compiles or interprets)")
     parser.add_argument("--retune", action="store_true",
                         help="tune sizes the results file already holds (default: skip them, so a rerun resumes)")
     parser.add_argument("--keep", action="store_true", help="keep generated kernel files and profiler CSVs")
@@ -153,7 +154,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
             raise UserError(f"{flag} must be at least {least}, got {value}")
     if args.time_budget is not None and args.time_budget <= 0:
         raise UserError(f"--time_budget must be positive (seconds), got {args.time_budget}")
-    if args.config_timeout <= 0:
+    if args.config_timeout is not None and args.config_timeout <= 0:
         raise UserError(f"--config_timeout must be positive, got {args.config_timeout}")
 
 
@@ -278,7 +279,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         compile_pool=args.compile_pool, search=args.search, time_budget=args.time_budget, warmup=args.warmup,
         iters=args.iters,
         statistic=args.statistic, interpret=args.interpret, keep=args.keep, space=space,
-        config_timeout=args.config_timeout, verbose=args.verbose, precompile=not args.no_warmup,
+        config_timeout=args.config_timeout or config_timeout_for(args.interpret, not args.no_warmup),
+        verbose=args.verbose, precompile=not args.no_warmup,
         init_type=args.init_type, rotating_bytes=run_knobs.rotating_bytes(args.rotating_tensor, device.memory_bytes),
         cache_flush=args.icache_flush, child_env=pinning_env(gpus.first, device.vendor) if pinned else {},
     )

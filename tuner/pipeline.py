@@ -49,13 +49,25 @@ class TuneSettings:
     keep: bool = False
     workdir: Path = Path(".")
     space: RangeSpace = RangeSpace()
-    config_timeout: float = 300.0
+    config_timeout: float = 60.0  # see config_timeout_for
     verbose: bool = False
     precompile: bool = True  # the compile stage; --no_warmup skips it and kernels compile on first launch
     init_type: str = "randn"  # timing inputs (profiling.job.ChildJob.init_type)
     rotating_bytes: int | None = None  # --rotating_tensor in bytes; None: past twice the L2
     cache_flush: bool = False  # --icache_flush
     child_env: dict[str, str] = field(default_factory=dict)  # environment of every child (its pinned GPU)
+
+
+PRECOMPILED_HANG_SECONDS = 60.0
+SELF_COMPILING_HANG_SECONDS = 300.0
+
+
+def config_timeout_for(interpret: bool, precompile: bool) -> float:
+    """Default seconds without progress after which a config counts as hung. With the binaries compiled ahead,
+    a config's launches take milliseconds each, so a minute is far past any real kernel, and a hang (a deadlocked
+    kernel) costs a minute, not five. A child that compiles each kernel itself (--no_warmup) or interprets it
+    needs the longer allowance."""
+    return SELF_COMPILING_HANG_SECONDS if interpret or not precompile else PRECOMPILED_HANG_SECONDS
 
 
 class SizeFailed(Exception):

@@ -12,6 +12,9 @@ of up to 25 such variants each. Those two knobs tune a shape; they rarely decide
   pick the winner (rounds 0 and 1 ran at different moments, so drift of the GPU's clocks between them does
   not decide).
 
+A space of few configs per shape (16³: 24 configs in 12 shapes) is timed whole in one round instead: refining
+it would time most configs anyway, in three children instead of one.
+
 Every round uses the run's `--warmup` and `--iters`, so it compiles and times a fraction of the space (about a
 sixth at 4096³) with the care of an exhaustive search. Ties in time are broken by config name.
 """
@@ -36,9 +39,11 @@ class RefinePlan:
     margin: float = 0.03  # ... plus every shape whose representative is within this fraction of the best one
     max_keep: int = 24  # ... but never more shapes than this
     final: int = 8  # configs re-timed together in round 2
+    whole_space_share: float = 0.5  # shapes at least this share of the configs: time every config in one round
 
     def __post_init__(self) -> None:
-        if min(self.stages, self.group_m, self.keep, self.final) < 1 or self.margin < 0 or self.max_keep < self.keep:
+        if (min(self.stages, self.group_m, self.keep, self.final) < 1 or self.margin < 0 or self.max_keep < self.keep
+                or not 0 < self.whole_space_share <= 1):
             raise ValueError(f"invalid refine plan {self}")
 
 
@@ -69,6 +74,11 @@ def representatives(configs: Sequence[Config], plan: RefinePlan) -> list[Config]
     return [min(members, key=lambda c: (_stage_distance(c.num_stages, plan.stages),
                                         _group_distance(c.GROUP_SIZE_M, plan.group_m)))
             for members in shapes(configs).values()]
+
+
+def times_whole_space(configs: Sequence[Config], plan: RefinePlan) -> bool:
+    """Whether round 0 would time so large a share of `configs` that one round over all of them costs less."""
+    return len(shapes(configs)) >= plan.whole_space_share * len(configs)
 
 
 def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan) -> list[Config]:

@@ -39,7 +39,7 @@ from tuner.checkpoint import Checkpoint, RoundState, discard, fingerprint
 from tuner.compile import CompileOutcome, add_result, compile_stream
 from tuner.halving import HalvingPlan, RoundSpec, final_times, keep, ranked, round_spec
 from tuner.progress import Stages
-from tuner.refine import RefinePlan, finalists, refine_times, refined, representatives
+from tuner.refine import RefinePlan, finalists, refine_times, refined, representatives, times_whole_space
 
 if TYPE_CHECKING:
     from tuner.pipeline import TuneSettings
@@ -378,10 +378,15 @@ class _Search:
             field_names, index = keep(self.checkpoint.rounds[index].times, HALVING), index + 1
 
     def refine_rounds(self) -> list[RoundRecord]:
-        """Representatives, the rest of the best shapes, the finalists side by side (tuner.refine)."""
+        """Representatives, the rest of the best shapes, the finalists side by side (tuner.refine); or, for a
+        space of few configs per shape, every config in one round."""
         warmup, iters = self.settings.warmup, self.settings.iters
-        specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
         configs = [Config.parse(name) for name in self.names]
+        if times_whole_space(configs, REFINE):
+            whole = RoundSpec(0, warmup, iters, final=True)
+            self.first_round(whole, self.names)
+            return [self.record(whole)]
+        specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
         self.first_round(specs[0], [str(config) for config in representatives(configs, REFINE)])
         records = [self.record(specs[0])]
         if self.stops_after(specs[0]):

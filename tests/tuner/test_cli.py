@@ -171,3 +171,13 @@ def test_bad_sizes_file_entries_name_file_entry_and_field(tmp_path, capsys, entr
     err = capsys.readouterr().err
     assert f"{sizes} entry 2: " in err and field in err and len(err.strip().splitlines()) == 1
     assert not list(tmp_path.glob("generated_kernel*"))  # refused before anything was generated
+
+
+@pytest.mark.parametrize("extra,expected", [((), 300.0), (("--config_timeout", "7"), 7.0)])
+def test_config_timeout_defaults_to_the_slow_allowance_under_the_interpreter(tmp_path, space_file, monkeypatch,
+                                                                           extra, expected):
+    seen = {}
+    monkeypatch.setattr("tuner.cli._tune", lambda requests, args, settings, *rest: seen.setdefault("s", settings) and 0)
+    main(["-m", "16", "-n", "16", "-k", "16", "--interpret", "--space", str(space_file),
+          "--tuning_results_file", str(tmp_path / "out.yaml"), *extra])
+    assert seen["s"].config_timeout == expected

@@ -9,7 +9,7 @@ from prune.device import INTERPRETER_PROFILE
 from prune.space import RangeSpace
 from profiling import ProfilerChoice
 from profiling.faults import ENV_VAR
-from tuner.pipeline import SizeFailed, TuneSettings, tune_size
+from tuner.pipeline import SizeFailed, TuneSettings, config_timeout_for, tune_size
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1,),
                    num_stages=(1,))
@@ -60,3 +60,9 @@ def test_a_size_where_every_config_faults_fails_alone(tmp_path, monkeypatch, int
     monkeypatch.setenv(ENV_VAR, ",".join(f"{name}=compile" for name in names))
     with pytest.raises(SizeFailed, match="failed to compile; most often: InjectedFault"):
         tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path), compare=False)
+
+
+def test_a_hang_costs_a_minute_when_binaries_are_compiled_ahead_and_five_when_the_child_compiles():
+    assert config_timeout_for(interpret=False, precompile=True) == 60.0
+    assert config_timeout_for(interpret=False, precompile=False) == 300.0
+    assert config_timeout_for(interpret=True, precompile=True) == 300.0

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from prune.config import Config
-from tuner.refine import RefinePlan, finalists, refine_times, refined, representatives, shape_of, shapes
+from tuner.refine import (RefinePlan, finalists, refine_times, refined, representatives, shape_of, shapes,
+                          times_whole_space)
 
 PLAN = RefinePlan(stages=4, group_m=8, keep=2, margin=0.03, max_keep=3, final=3)
 
@@ -98,8 +99,15 @@ def test_without_a_final_round_rounds_zero_and_one_together_pick_the_winner():
     assert refine_times([]) == {}
 
 
+def test_a_space_of_few_configs_per_shape_is_timed_whole():
+    two_per_shape = _variants(64, 64, stages=(2, 3), groups=(1,)) + _variants(64, 128, stages=(2, 3), groups=(1,))
+    assert times_whole_space(two_per_shape, PLAN)  # round 0 would time half of it
+    assert not times_whole_space(_variants(64, 64, stages=(2, 3, 4), groups=(1,)), PLAN)  # a third
+    assert not times_whole_space(two_per_shape, RefinePlan(whole_space_share=0.6))
+
+
 @pytest.mark.parametrize("bad", [{"keep": 0}, {"margin": -0.1}, {"keep": 5, "max_keep": 4}, {"stages": 0},
-                                 {"final": 0}])
+                                 {"final": 0}, {"whole_space_share": 0}, {"whole_space_share": 1.5}])
 def test_invalid_plans_are_refused(bad):
     with pytest.raises(ValueError, match="invalid refine plan"):
         RefinePlan(**bad)

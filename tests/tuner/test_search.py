@@ -86,6 +86,13 @@ def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalis
     assert outcome.searched.timed == 12 and sorted(outcome.compiled.compiled) == sorted(first + second)
 
 
+def test_refine_times_a_space_of_one_config_per_shape_whole_in_one_child(tmp_path, jobs):
+    outcome = _tune(tmp_path, search="refine")  # SPACE: 8 configs, each its own shape
+    assert len(jobs) == 1 and len(jobs[0].time_configs) == 8
+    assert [(r.index, r.configs) for r in outcome.searched.rounds] == [(0, 8)]
+    assert len(outcome.timings) == 8 and str(outcome.winner) in jobs[0].time_configs
+
+
 def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_refined(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
     _spend_after(monkeypatch, 1, round_index=1)
