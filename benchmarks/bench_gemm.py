@@ -104,10 +104,24 @@ class Measured:
     times: dict[str, float]  # column -> median microseconds
     tutorial: str  # the tutorial config that gave its column ("" when none fits)
     baseline: str  # the cuBLAS call of the cuBLAS column (profiling.baselines label)
+    failures: dict[str, str]  # column -> why it has no time
 
 
-def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
-    """Every column's median microseconds for one size (see the module docstring)."""
+PEERS = ("cuBLAS", "max-autotune")  # what users would use instead; "vs best peer" takes the faster
+
+
+@dataclass
+class EntryColumns:
+    calls: dict[str, object]  # column -> a call with no arguments, on the entry's inputs
+    module: object  # the generated module of the entry's config and the tutorial configs
+    operands: tuple
+    baseline: str  # the cuBLAS call of the cuBLAS column (profiling.baselines label)
+    failures: dict[str, str]  # column -> why it has no call
+
+
+def entry_columns(problem: GemmProblem, config, workdir: Path) -> EntryColumns:
+    """The tune_gemm, cuBLAS and max-autotune calls of one entry, on the same inputs; the recorded config is
+    checked against float64 first (max-autotune autotunes here, outside any timing)."""
     module = _load(write_module(problem, [config, *(c for c in TUTORIAL_CONFIGS if c != config)], workdir))
     operands = module.make_operands(module.PROBLEM, "cuda")
     launcher = module.LAUNCHERS[str(config)]
@@ -115,17 +129,49 @@ def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
     if error > problem.dtype_a.tolerance:
         raise SystemExit(f"{problem.label} {config}: relative error {error:.2e}, not benchmarking a wrong kernel")
     baseline = baseline_for([operands])
-    function, arguments = inductor_target(baseline.label, operands)
+    calls = {"tune_gemm": lambda: launcher(*operands), "cuBLAS": lambda: baseline(0)}
+    compiled, failure = compiled_peer(*inductor_target(baseline.label, operands))
+    failures = {}
+    if compiled is not None:
+        calls["max-autotune"] = compiled
+    else:
+        failures["max-autotune"] = f"failed to compile {baseline.label}: {failure}"
+        print(f"{problem.label}: max-autotune {failures['max-autotune']}", flush=True)
+    return EntryColumns(calls, module, operands, baseline.label, failures)
+
+
+def compiled_peer(function, arguments: tuple):
+    """(`function` compiled by max-autotune, autotuned on `arguments`, as a call with no arguments; None), or
+    (None, why) when Inductor cannot compile it (e.g. a _scaled_mm layout its templates do not take): the
+    column then stays empty and the other columns are still measured."""
     compiled = _max_autotune(function)
-    compiled(*arguments)  # autotunes here, outside the timing
-    columns = {
-        "tune_gemm": lambda: launcher(*operands),
-        "cuBLAS": lambda: baseline(0),
-        "max-autotune": lambda: compiled(*arguments),
-    }
-    times = {name: _do_bench_us(fn) for name, fn in columns.items()}
-    times["triton tutorial"], tutorial = best_tutorial(module, problem, operands)
-    return Measured(times, tutorial, baseline.label)
+    try:
+        compiled(*arguments)  # autotunes here, outside any timing
+    except Exception as error:  # Inductor wraps what went wrong in its own errors: any of them ends the column
+        return None, " ".join(f"{type(error).__name__}: {error}".split())[:300]
+    return (lambda: compiled(*arguments)), None
+
+
+def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
+    """Every column's median microseconds for one size (see the module docstring)."""
+    entry = entry_columns(problem, config, workdir)
+    times = {name: math.inf for name in PEERS} | {name: _do_bench_us(fn) for name, fn in entry.calls.items()}
+    times["triton tutorial"], tutorial = best_tutorial(entry.module, problem, entry.operands)
+    return Measured(times, tutorial, entry.baseline, entry.failures)
+
+
+def _ratio(peer_us: float, ours_us: float) -> float | str:
+    """How many times faster tune_gemm is than a peer; "" when the peer has no time (it failed to compile)."""
+    return round(peer_us / ours_us, 3) if math.isfinite(peer_us) else ""
+
+
+def geometric_mean(ratios: list) -> str:
+    """Over the entries where the ratio exists, saying how many those are when some lack it."""
+    present = [r for r in ratios if r != ""]
+    if not present:
+        return "n/a"
+    mean = f"{math.exp(sum(math.log(r) for r in present) / len(present)):.3f}"
+    return mean if len(present) == len(ratios) else f"{mean} (over {len(present)} of {len(ratios)} entries)"
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
@@ -174,11 +220,12 @@ def main() -> int:
                 finite = math.isfinite(us)
                 row[f"{name} us"] = round(us, 2) if finite else ""
                 row[f"{name} TFLOP/s"] = round(request.problem.tflops(us), 1) if finite else ""
-            row["vs cuBLAS"] = round(times["cuBLAS"] / times["tune_gemm"], 3)
-            row["vs max-autotune"] = round(times["max-autotune"] / times["tune_gemm"], 3)
-            row["vs best peer"] = round(min(times["cuBLAS"], times["max-autotune"]) / times["tune_gemm"], 3)
+            for peer in PEERS:
+                row[f"vs {peer}"] = _ratio(times[peer], times["tune_gemm"])
+            row["vs best peer"] = _ratio(min(times[peer] for peer in PEERS), times["tune_gemm"])
             row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
             row["tutorial config"] = tutorial
+            row["failed columns"] = "; ".join(f"{name} {why}" for name, why in measured.failures.items())
             rows.append(row)
             print(row, flush=True)
             if args.csv:  # after every size, so that a run cut short keeps what it measured
@@ -191,7 +238,7 @@ def main() -> int:
     for row in rows:
         print("| " + " | ".join(str(row[column]) for column in columns) + " |")
     for column in ("vs cuBLAS", "vs max-autotune", "vs best peer"):
-        print(f"geometric mean {column}: {math.exp(sum(math.log(r[column]) for r in rows) / len(rows)):.3f}")
+        print(f"geometric mean {column}: {geometric_mean([r[column] for r in rows])}")
     if args.png:
         from reporting.plots import plot_tflops
 

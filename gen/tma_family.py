@@ -10,6 +10,8 @@ import functools  # noqa: I001 (the block below is cut out by the generator: it 
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 # family-imports-begin (the generator drops these lines: the plain family above defines the names)
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
@@ -146,6 +148,33 @@ def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
     return (persistent_programs(device, triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N)),)
 
 
+@dataclass(frozen=True)
+class TmaArguments:
+    """What a launch passes for A, B and C: built on the host at every call."""
+
+    a_desc: TensorDescriptor
+    b_desc: TensorDescriptor
+    c: object  # C's descriptor when c_tma, else C itself
+    stride_cm: int | None  # None with a descriptor: unused, and kept out of the kernel's specialization
+    stride_cn: int | None
+    a_col: bool
+    b_col: bool
+    c_tma: bool
+
+
+def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArguments:
+    """The descriptors (and padded copies, for operands the copy engine cannot address) of one launch."""
+    a_col, b_col = is_column_major(a), is_column_major(b)
+    c_tma = _tma_readable(c)
+    if c_tma:
+        c_arg, stride_cm, stride_cn = TensorDescriptor.from_tensor(c, output_block(config, epilogue_subtile)), None, None
+    else:
+        c_arg, (stride_cm, stride_cn) = c, c.stride()
+    return TmaArguments(operand_descriptor(a, config.BLOCK_SIZE_M, config.BLOCK_SIZE_K, a_col),
+                        operand_descriptor(b, config.BLOCK_SIZE_K, config.BLOCK_SIZE_N, b_col),
+                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma)
+
+
 def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias=None, scale_a=None, scale_b=None):
     """C = scale_a scale_b A @ B (+ bias[m] on row m) with one persistent TMA config. A: (M, K), B: (K, N),
     C: (M, N), any strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither.
@@ -155,18 +184,12 @@ def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias
     to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097."""
     M, K = a.shape
     N = b.shape[1]
-    a_col, b_col = is_column_major(a), is_column_major(b)
-    c_tma = _tma_readable(c)
-    if c_tma:  # the strides go unused: None keeps them out of the kernel's specialization
-        c_arg, stride_cm, stride_cn = TensorDescriptor.from_tensor(c, output_block(config, epilogue_subtile)), None, None
-    else:
-        c_arg, (stride_cm, stride_cn) = c, c.stride()
+    args = tma_arguments(config, epilogue_subtile, a, b, c)
     kernel[_programs(config, M, N, c.device)](
-        operand_descriptor(a, config.BLOCK_SIZE_M, config.BLOCK_SIZE_K, a_col),
-        operand_descriptor(b, config.BLOCK_SIZE_K, config.BLOCK_SIZE_N, b_col),
-        c_arg, bias, scale_a, scale_b, M, N, K, stride_cm, stride_cn, bias.stride(0) if bias is not None else 0,
-        A_COL=a_col, B_COL=b_col, C_TMA=c_tma, HAS_BIAS=bias is not None, HAS_SCALES=scale_a is not None,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, M, N, K, args.stride_cm, args.stride_cn,
+        bias.stride(0) if bias is not None else 0,
+        A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
+        HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
     )
     return c
 

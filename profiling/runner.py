@@ -22,10 +22,16 @@ from profiling.external import ExternalProfiler, attribute
 from profiling.formats import PARSERS
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows
+from profiling.stream import stop_requested
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _POLL_SECONDS = 0.05
 _STARTUP_SECONDS = 120.0  # a child that marks no config for this long after its start is stuck
+# A child told to stop (the time budget is spent) ends after the launch it is in; one still running this long
+# after the request is stuck in a config (a hung kernel) and is killed, so that a hang cannot outlast the budget
+# by the config timeout. The config it was in is not blamed: it was cut short, not found hung.
+STOP_GRACE_SECONDS = 5.0
+EXIT_STOPPED = -15  # _run_once's exit code for a child killed that way
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -103,9 +109,16 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
                                  env=_child_env(interpret, job.env), stdout=stderr, stderr=subprocess.STDOUT,
                                  preexec_fn=die_with_parent if sys.platform == "linux" else None)
         last_change, last_size, launched_at = time.monotonic(), -1, _size(watched[0])
+        stop_seen = None
         while child.poll() is None:
             if watch is not None:
                 watch()
+            if stop_requested(job):
+                stop_seen = stop_seen or time.monotonic()
+                if time.monotonic() - stop_seen > STOP_GRACE_SECONDS:
+                    child.kill()
+                    child.wait()
+                    return EXIT_STOPPED, f"still running {STOP_GRACE_SECONDS:.0f} s after a stop request, killed"
             size = sum(_size(path) for path in watched)
             # Until it marks its first config, the child is starting (imports, GPU context, inputs), which
             # on a busy machine can outlast a short config timeout: it gets the start-up allowance instead.
@@ -146,6 +159,8 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
                                  watch)
         progress = _read_progress(progress_path)
         outcome.failed.update(progress.failed)
+        if code == EXIT_STOPPED:  # what it was timing is left untimed, for a later run to time
+            break
         if progress.running is not None:
             outcome.failed[progress.running] = f"child died (exit {code}): {reason}"
         finished = progress.done | set(outcome.failed)

@@ -412,7 +412,8 @@ class _Search:
         pick = refine_times if self.settings.search == "refine" else final_times
         times = pick([state.times for state in rounds])
         if not times and self.budget.spent:
-            raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed")
+            raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed"
+                               + runtime_failures(self.failed))
         if not times:
             discard(self.checkpoint.path)  # every config failed: nothing to resume, a rerun tries again
             raise SearchFailed("no config produced a timing")
@@ -433,6 +434,15 @@ class _Search:
                                                             "launches" for r in records))
         return SearchOutcome(self.compiled, ChildOutcome(failed=self.failed, restarts=self.restarts), table, matmul,
                              records, self.checkpoint.timed(), self.seconds, note)
+
+
+def runtime_failures(failed: Mapping[str, str], shown: int = 3) -> str:
+    """'; N configs failed at run time: name (reason), ...' for a message, or "" when none did."""
+    if not failed:
+        return ""
+    named = ", ".join(f"{name} ({reason})" for name, reason in list(failed.items())[:shown])
+    more = f", and {len(failed) - shown} more" if len(failed) > shown else ""
+    return f"; {len(failed)} configs failed at run time: {named}{more}"
 
 
 def run_search(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,

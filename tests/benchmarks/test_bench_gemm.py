@@ -87,3 +87,24 @@ def test_max_autotune_of_scaled_and_int_mm_compiles_those_calls(monkeypatch):
     a8, b8, c8 = _operands(torch.int8, False)
     function, arguments = _bench().inductor_target(INT_MM, (a8, b8, c8))
     assert torch.equal(function(*arguments), a8.int() @ b8.int()) and calls[-1][0] == "int"
+
+
+def test_a_peer_that_fails_to_compile_leaves_its_column_empty_with_the_reason(monkeypatch):
+    bench = _bench()
+    monkeypatch.setattr(bench, "_max_autotune", lambda function: function)  # no Inductor on the CPU: the call itself
+
+    def lowering_fails(a, b):
+        raise AssertionError("LoweringException: scaled_mm layout")
+
+    call, why = bench.compiled_peer(lowering_fails, (torch.ones(2, 2), torch.ones(2, 2)))
+    assert call is None and why.startswith("AssertionError: LoweringException")
+    call, why = bench.compiled_peer(torch.matmul, (torch.ones(2, 2), torch.ones(2, 2)))
+    assert why is None and torch.equal(call(), torch.full((2, 2), 2.0))
+
+
+def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
+    bench = _bench()
+    assert bench._ratio(float("inf"), 10.0) == "" and bench._ratio(12.0, 10.0) == 1.2
+    assert bench.geometric_mean([2.0, 0.5]) == "1.000"
+    assert bench.geometric_mean([2.0, "", 2.0]) == "2.000 (over 2 of 3 entries)"
+    assert bench.geometric_mean(["", ""]) == "n/a"

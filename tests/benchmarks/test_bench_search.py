@@ -15,7 +15,7 @@ from prune.config import Config
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search.py"
 SPACE = {"BLOCK_SIZE_M": [16, 32], "BLOCK_SIZE_N": [16], "BLOCK_SIZE_K": [16], "GROUP_SIZE_M": [1], "SPLIT_K": [1],
-         "num_warps": [1], "num_stages": [1, 2]}  # 4 configs of 2 shapes at 32x32x32
+         "num_warps": [1], "num_stages": [1, 2, 3]}  # 6 configs of 2 shapes at 32x32x32: refine refines it
 
 
 def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorded(tmp_path):
@@ -29,7 +29,7 @@ def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorde
     assert done.returncode == 0, done.stderr[-2000:]
     with open(tmp_path / "out.csv") as handle:
         [row] = list(csv.DictReader(handle))
-    assert row["configs"] == "4" and row["refine rounds"].count("/") == 2  # three rounds
+    assert row["configs"] == "6" and row["refine rounds"].count("/") == 2  # three rounds
     assert row["refine within 1%"] in ("yes", "NO") and float(row["refine / exhaustive"]) > 0
     summary = (tmp_path / "out.md").read_text()
     assert "refine within 1% of exhaustive (winners re-timed side by side):" in summary

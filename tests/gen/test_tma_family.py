@@ -75,6 +75,18 @@ def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp
     assert module.persistent_programs("cpu", 2) == 2 and module.persistent_programs("cpu", 1000) >= 1
 
 
+def test_launch_arguments_describe_a_column_major_operand_by_its_transpose(interpreter_env, tmp_path):
+    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
+    config = TMA_CONFIGS[0]
+    a, b, c = torch.randn(64, 64).half(), torch.randn(64, 64).half().t(), torch.empty(64, 64).half()
+    args = module.tma_arguments(config, False, a, b, c)
+    assert (args.a_col, args.b_col, args.c_tma) == (False, True, True)
+    assert args.a_desc.base is a and list(args.a_desc.block_shape) == [config.BLOCK_SIZE_M, config.BLOCK_SIZE_K]
+    assert args.b_desc.base.stride() == (64, 1)  # B's transpose: a unit inner stride, as the copy engine needs
+    assert list(args.b_desc.block_shape) == [config.BLOCK_SIZE_N, config.BLOCK_SIZE_K]
+    assert args.c.base is c and (args.stride_cm, args.stride_cn) == (None, None)
+
+
 class _KernelSpy:
     """Stands in for a generated kernel: records the arguments of each launch, then launches the real kernel."""
 

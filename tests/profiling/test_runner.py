@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+import time
+from pathlib import Path
 
 import pandas as pd
 
 from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
-from profiling.runner import run_child
+from profiling.runner import STOP_GRACE_SECONDS, run_child
 
 # A stand-in for a generated module: same names, trivial "kernels", some of them deadly.
 FAKE_MODULE = textwrap.dedent('''
@@ -71,3 +73,20 @@ def test_check_results_come_back_and_a_crash_is_missing(tmp_path):
     assert outcome.errors == {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 0.0}
     assert list(outcome.failed) == ["BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
     assert pd.isna(outcome.errors.get("BM32_BN16_BK16_GM1_SK1_nW1_nS1", float("nan")))
+
+
+def test_a_stop_request_ends_a_child_stuck_in_a_config_without_blaming_the_config(tmp_path):
+    hung, first, last = "BM32_BN32_BK16_GM1_SK1_nW1_nS1", "BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM64_BN32_BK16_GM1_SK1_nW1_nS1"
+    stop = tmp_path / "stop"
+    job = _job(tmp_path, time_configs=[first, hung, last], stop_path=str(stop))
+
+    def spend_the_budget_once_the_hang_starts():  # as the tuner's time budget would, while the child is stuck
+        progress = Path(job.progress_path)
+        if progress.exists() and f"start {hung}" in progress.read_text():
+            stop.touch()
+
+    started = time.monotonic()
+    outcome = run_child(job, tmp_path, interpret=True, config_timeout=120, watch=spend_the_budget_once_the_hang_starts)
+    assert time.monotonic() - started < STOP_GRACE_SECONDS + 50  # the grace and a start-up, not the config timeout
+    assert outcome.failed == {} and outcome.restarts == 0
+    assert set(summarize(load_timings(tmp_path / "t.csv"), warmup=1)["config"]) == {first}

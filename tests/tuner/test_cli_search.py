@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from profiling.faults import ENV_VAR
 from tuner.cli import main
+from tuner.order import visiting_order
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = ["-m", "32", "-n", "32", "-k", "32"]
@@ -77,7 +79,10 @@ def test_kill_9_in_the_middle_of_a_size_then_the_same_command_resumes(tmp_path, 
     command = [sys.executable, str(ROOT / "tune_gemm.py"), *SIZE, "--interpret", "--space", str(space),
                "--iters", "3", "--warmup", "1", "--quiet", "--tuning_results_file", str(tmp_path / "out.yaml")]
     checkpoint = tmp_path / "tune_gemm_work" / "checkpoints" / "323232.json"
-    tuner = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the config the search times last hangs in this run, so that the kill always lands with configs left to time
+    configs = [f"BM{m}_BN{n}_BK{k}_GM1_SK1_nW1_nS1" for m in (16, 32) for n in (16, 32) for k in (16, 32)]
+    stuck = {**os.environ, ENV_VAR: f"{visiting_order(configs)[-1]}=hang"}
+    tuner = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=stuck)
     deadline = time.monotonic() + 120
     while _timed(checkpoint) < 3 and tuner.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

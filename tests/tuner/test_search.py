@@ -166,3 +166,11 @@ def test_a_budget_spent_before_anything_is_timed_fails_the_size(tmp_path):
     # spent at the first look, while the child is still starting: it times nothing
     with pytest.raises(SizeFailed, match="time budget of 1e-06 s spent before any config was timed"):
         _tune(tmp_path, time_budget=1e-6)
+
+
+def test_runtime_failures_name_the_first_few_configs_and_count_the_rest():
+    assert search.runtime_failures({}) == ""
+    failed = {f"BM{n}": "child died (exit -9): no progress for 60 s (hang), killed" for n in (16, 32, 64, 128)}
+    text = search.runtime_failures(failed)
+    assert text.startswith("; 4 configs failed at run time: BM16 (child died") and text.endswith(", and 1 more")
+    assert "BM128" not in text

@@ -1,0 +1,116 @@
+"""What one call costs the host, beside what it costs the GPU, for each column of bench_gemm.
+
+A small GEMM's kernel runs for a few microseconds; issuing it from Python can take longer. Then the GPU waits
+on the CPU and a timer that brackets each call with events (`triton.testing.do_bench`, bench_gemm's timer)
+measures the host's launch path, not the kernel. For each entry of a results file and each column (tune_gemm's
+recorded config, the cuBLAS call, max-autotune), on the same inputs as bench_gemm:
+
+- host us/call: the CPU time to issue one call (CALLS calls issued back to back, before synchronizing);
+- back-to-back us/call: CALLS calls issued back to back until the GPU has finished them all, per call: the
+  larger of the host's and the GPU's cost;
+- graph us/call: the same CALLS calls captured once in a CUDA graph and replayed: the GPU's cost alone, as a
+  caller that replays graphs (an inference engine) sees it;
+- do_bench us: bench_gemm's figure.
+
+For a persistent TMA config, "tune_gemm descriptors" is the host cost of building its three tensor
+descriptors alone, a part of tune_gemm's host cost.
+
+    python benchmarks/launch_cost.py tuned.yaml --sizes 1024x1024x1024,16x16x16
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+
+from bench_gemm import _do_bench_us, entry_columns  # noqa: E402
+from gen.tma_family import tma_arguments  # noqa: E402
+from tuner.dtypes import DTYPES  # noqa: E402
+from tuner.problem import GemmProblem  # noqa: E402
+from tuner.sizes import load_sizes  # noqa: E402
+
+CALLS = 200
+WARM_CALLS = 20
+
+
+def host_and_back_to_back_us(call, calls: int = CALLS) -> tuple[float, float]:
+    """(host microseconds to issue one call, microseconds per call until the GPU has done them all)."""
+    for _ in range(WARM_CALLS):
+        call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    issued = time.perf_counter()
+    torch.cuda.synchronize()
+    done = time.perf_counter()
+    return (issued - start) / calls * 1e6, (done - start) / calls * 1e6
+
+
+def graph_us(call, calls: int = CALLS) -> float:
+    """Microseconds per call of `calls` calls replayed from one CUDA graph; nan when the call cannot be captured."""
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm-up off the default stream, as capture wants
+            call()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                call()
+    except RuntimeError:
+        return float("nan")
+    graph.replay()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    graph.replay()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def descriptors_call(config, operands):
+    """The host work of one TMA launch's descriptors (gen.tma_family.tma_arguments), without the launch."""
+    a, b, c = operands[:3]
+    return lambda: tma_arguments(config, bool(config.EPILOGUE_SUBTILE), a, b, c)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a tune_gemm results file")
+    parser.add_argument("--sizes", help="entries to measure, as MxNxK, comma-separated (default all)")
+    args = parser.parse_args()
+    wanted = set(filter(None, (args.sizes or "").split(",")))
+    defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
+    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {CALLS} calls per figure")
+    print("| size | column | host us/call | back-to-back us/call | graph us/call | do_bench us |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as workdir:
+        for request in load_sizes(args.results, defaults):
+            problem, config = request.problem, request.config
+            if wanted and f"{problem.M}x{problem.N}x{problem.K}" not in wanted:
+                continue
+            entry = entry_columns(problem, config, Path(workdir))
+            calls = dict(entry.calls)
+            if config.PERSISTENT_TMA:
+                calls["tune_gemm descriptors"] = descriptors_call(config, entry.operands)
+            for name, call in calls.items():
+                host, back_to_back = host_and_back_to_back_us(call)
+                on_gpu = name != "tune_gemm descriptors"
+                graph = graph_us(call) if on_gpu else float("nan")
+                bench = _do_bench_us(call) if on_gpu else float("nan")
+                print(f"| {problem.label} | {name} | {host:.1f} | {back_to_back:.1f} | {graph:.2f} | {bench:.2f} |",
+                      flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
