@@ -23,7 +23,7 @@ from tuner.chunks import Work
 from tuner.errors import UserError
 from tuner.pipeline import TuneSettings
 from tuner.problem import GemmProblem
-from tuner.workers import DEFAULT_RETRIES, SizeDone, tune_labelled
+from tuner.items import DEFAULT_RETRIES, SizeDone, tune_labelled
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
