@@ -13,18 +13,15 @@ import signal
 import threading
 
 import yaml
-from helpers import SMALL_SPACE_YAML, problem
+from helpers import problem, small_space_names
 
 from profiling import choose_profiler
-from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
-from prune.space import space_for, space_from_mapping
 from tuner import cli
 from tuner.chunks import Chunk
 from tuner.cli import main
 from tuner.gpus import GpuSelection, pinning_env
-from tuner.order import visiting_order
 from tuner.pipeline import TuneSettings
 from tuner.workers import Slot, slots_for, tune_on_workers, worker_settings
 
@@ -124,11 +121,6 @@ SPLIT = problem(32, 32, 32)
 MIN_CHUNK = 4
 
 
-def _split_names() -> list[str]:
-    space = space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "space", space_for("interpreter"))
-    return [str(c) for c in visiting_order(prune(SPLIT, INTERPRETER_PROFILE, space).configs)]
-
-
 def _chunked(assigned: list, done: list, kill=None):
     """cli's tune_on_workers with small chunks, recording each item handed out and each SizeDone yielded."""
     def on_assign(pid, work):
@@ -158,7 +150,7 @@ def test_one_size_is_split_over_the_workers_and_its_chunks_best_timed_again(tmp_
     code, results = _tune_split(tmp_path, space_file, "--compare")
     out = capfd.readouterr().out
     assert code == 0, out
-    names = _split_names()
+    names = small_space_names(SPLIT)
     assert f"{SPLIT.label}: {len(names)} configs in 2 chunks over 2 workers" in out
     (first, chunk1), (second, chunk2), (_, final) = assigned
     assert (chunk1.chunk, chunk2.chunk, final.kind) == (Chunk(0, 2), Chunk(1, 2), "final round")
@@ -195,6 +187,6 @@ def test_a_worker_killed_mid_chunk_has_the_chunk_retried_and_nothing_is_lost(tmp
             in out)
     assert [w.chunk for _, w in assigned if w.chunk].count(Chunk(0, 2)) == 2
     [size_done] = done
-    assert size_done.outcome.searched.timed == len(_split_names())  # the retried chunk timed all of its share
+    assert size_done.outcome.searched.timed == len(small_space_names(SPLIT))  # the retried chunk timed all of its share
     assert len(yaml.safe_load(results.read_text())) == 1
     assert not (tmp_path / "tune_gemm_work").exists()
