@@ -56,3 +56,22 @@ def timed_outcome(size: GemmProblem, times: dict[str, float], **fields):
                        timings=table, winner=Config.parse(order[0]), winner_time_us=times[order[0]],
                        matmul_time_us=9.0, seconds={"compile": 1.0, "profile": 2.0},
                        searched=SearchOutcome(compiled, ChildOutcome(), table, 9.0, [], len(times)), **fields)
+
+
+def small_space_file_space():
+    """The range space a run given SMALL_SPACE_YAML as its --space file tunes."""
+    import yaml
+
+    from prune.space import space_for, space_from_mapping
+
+    return space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "space", space_for("interpreter"))
+
+
+def small_space_names(size: GemmProblem) -> list[str]:
+    """The configs of SMALL_SPACE_YAML that the interpreter keeps for `size`, in the search's visiting order: what a
+    run given that space file tunes, and what its chunks share out."""
+    from prune import prune
+    from prune.device import INTERPRETER_PROFILE
+    from tuner.order import visiting_order
+
+    return [str(c) for c in visiting_order(prune(size, INTERPRETER_PROFILE, small_space_file_space()).configs)]

@@ -7,15 +7,21 @@ again side by side (tuner.merge) for the size's winner. Chunk i of k takes confi
 size's visiting order (tuner.order), so every chunk samples the whole space: none holds only small tiles,
 and chunks cut short by a time budget have sampled all of it between them.
 
-This module only plans (no processes): tuner.workers hands the items out.
+Chunks of one size must share out one list of configs, while each chunk's worker prunes the size for its own
+GPU: a size is split only when every worker has the same GPU (`alike`). This module only plans (no processes):
+tuner.workers and tuner.ray_workers hand the items out.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from prune import prune
+from prune.device import DeviceProfile
+from prune.space import RangeSpace
 from tuner.problem import GemmProblem
 
 # A chunk has fixed costs that a few configs do not repay: its worker loads part modules and starts a timing child,
@@ -80,4 +86,25 @@ def plan_work(sizes: list[tuple[GemmProblem, int]], workers: int, min_chunk: int
     for problem, configs in sizes:
         count = chunk_count(configs, len(sizes), workers, min_chunk)
         items += [Work(problem)] if count == 1 else [Work(problem, Chunk(index, count)) for index in range(count)]
+    return items
+
+
+def alike(devices: Iterable[DeviceProfile | None]) -> DeviceProfile | None:
+    """The GPU every worker has, or None: unlike GPUs, one not known (None among them), or no worker at all."""
+    distinct = set(devices)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def plan(problems: list[GemmProblem], workers: int, device: DeviceProfile | None, space: RangeSpace,
+         min_chunk: int = MIN_CHUNK_CONFIGS) -> list[Work]:
+    """The items to hand out to `workers` workers whose common GPU is `device` (None: sizes go out whole), with a
+    line for each size split."""
+    if device is None or len(problems) >= workers:
+        return [Work(problem) for problem in problems]
+    counts = [len(prune(problem, device, space).configs) for problem in problems]
+    items = plan_work(list(zip(problems, counts)), workers, min_chunk)
+    for problem, count in zip(problems, counts):
+        chunks = sum(work.problem == problem for work in items if work.chunk)
+        if chunks:
+            print(f"{problem.label}: {count} configs in {chunks} chunks over {chunks} workers", flush=True)
     return items

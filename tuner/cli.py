@@ -24,6 +24,7 @@ from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES, check_combination, check_device_runs, dtype_named
 from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
 from tuner.gpus import GpuSelection, gpus_for_run, pinning_env
+from tuner.items import SizeDone, tune_one
 from tuner.pipeline import SizeFailed, TuneSettings, check_recorded, config_timeout_for, require_config
 from tuner.problem import GemmProblem
 from tuner.progress import stages_for
@@ -33,7 +34,7 @@ from tuner.results import ResultEntry, check_writable, exclusive, read_entries, 
 from tuner.rocm_files import vendor_note
 from tuner.search import SEARCHES
 from tuner.sizes import SizeRequest, check_fits, check_size, load_sizes
-from tuner.workers import SizeDone, slots_for, tune_on_workers, tune_one
+from tuner.workers import slots_for, tune_on_workers
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,9 @@ together they use the host's CPU cores without oversubscribing them.
 With fewer sizes than workers, a size is split into config chunks (tuner.chunks) that several workers tune at
 once; once all chunks of a size are in, a worker times their best configs again side by side (tuner.merge), and
 the caller gets one SizeDone for the size as before. Sizes are split only when all GPUs are alike: each chunk's
-worker prunes the size for its own GPU, and the chunks must share out one list of configs.
+worker prunes the size for its own GPU, and the chunks must share out one list of configs. What a worker does
+with an item, and how the coordinator gathers items into sizes, is tuner.items (Ray's tasks do the same); this
+module is the processes.
 
 A worker that dies (killed, a crash of the runtime) has its item (size, chunk or final round) put back at the
 front of the queue and, while items wait, a fresh worker is started on its GPU; an item whose worker died
@@ -27,36 +29,19 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 
-from rich.console import Console
-
 from profiling.runner import die_with_parent
-from prune import prune
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
-from tuner.chunks import MIN_CHUNK_CONFIGS, Work, plan_work
+from tuner.chunks import MIN_CHUNK_CONFIGS, Work, alike, plan
 from tuner.gpus import GpuSelection, pinning_env
-from tuner.merge import SplitSize, final_round
-from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, tune_size
+from tuner.items import DEFAULT_RETRIES, SizeDone, WorkQueue, tune_labelled
+from tuner.pipeline import TuneSettings
 from tuner.problem import GemmProblem
-from tuner.progress import StageLines, Stages
 
-DEFAULT_RETRIES = 2  # an item is tried at most this many more times after its worker died
 _STOP_SECONDS = 10.0  # a worker told to stop gets this long to exit before it is killed
-
-
-@dataclass
-class SizeDone:
-    """What became of one size: its outcome, or why there is none. Picklable, sent back by workers."""
-
-    problem: GemmProblem
-    outcome: SizeOutcome | None
-    error: str | None  # why the size failed (outcome None)
-    gpu: str  # the device's name, as the results file records it
-    where: str  # which worker tuned it, for messages ("GPU 1", a Ray node)
 
 
 @dataclass(frozen=True)
@@ -66,36 +51,6 @@ class Slot:
     where: str
     pin: dict[str, str]
     device: DeviceProfile
-
-
-def tune_one(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, compare: bool, where: str,
-             log: Callable[[str], object], stages: Stages) -> SizeDone:
-    """Tune one size into a SizeDone (a size that fails is an outcome too, not an exception)."""
-    return do_work(Work(problem), device, settings, compare, where, log, stages)
-
-
-def do_work(work: Work, device: DeviceProfile, settings: TuneSettings, compare: bool, where: str,
-            log: Callable[[str], object], stages: Stages) -> SizeDone:
-    """One item into a SizeDone over its configs (for a chunk or a final round, not yet the size's)."""
-    try:
-        if work.finalists:
-            outcome = final_round(work.problem, list(work.finalists), device, settings, compare, log, stages)
-        else:  # a chunk's best is not the size's winner: the final round compares
-            outcome = tune_size(work.problem, device, settings, compare and work.chunk is None, log=log,
-                                stages=stages, chunk=work.chunk)
-    except SizeFailed as failure:
-        return SizeDone(work.problem, None, str(failure), device.name, where)
-    finally:
-        stages.close()
-    return SizeDone(work.problem, outcome, None, device.name, where)
-
-
-def tune_labelled(work: Work, device: DeviceProfile, settings: TuneSettings, compare: bool, where: str) -> SizeDone:
-    """do_work in a worker: progress as lines on stdout, each starting with the worker's place."""
-    console = Console(highlight=False, soft_wrap=True)
-    return do_work(work, device, settings, compare, where,
-                   lambda line: console.print(f"[{where}] {line}", markup=False),
-                   StageLines(console, f"[{where}] {work.label}"))
 
 
 def slots_for(gpus: GpuSelection, vendor: str, interpret: bool) -> list[Slot]:
@@ -127,43 +82,6 @@ class _Running:
     work: Work | None = None  # the item it is doing
 
 
-class WorkQueue:
-    """The items still to hand out, the retries each has used, and the chunks of split sizes gathered until
-    their final round."""
-
-    def __init__(self, items: list[Work], retries: int):
-        self.pending, self.retries, self.attempts = deque(items), retries, Counter()
-        self.split = {w.problem: SplitSize(w.chunk.count) for w in items if w.chunk}
-
-    def put_back(self, work: Work) -> bool:
-        """After its worker died: back at the front of the queue, unless it used its retries (False)."""
-        self.attempts[work] += 1
-        if self.attempts[work] > self.retries:
-            return False
-        self.pending.appendleft(work)
-        return True
-
-    def finished(self, work: Work, done: SizeDone) -> Iterator[SizeDone]:
-        """An item is done (or failed): the SizeDone of its size, once there is one."""
-        if work.chunk is None and not work.finalists:
-            yield done
-            return
-        split = self.split[work.problem]
-        if work.chunk:
-            split.add(done.outcome, done.error)
-            if done.outcome is None:
-                print(f"{work.label} failed{f' on {done.where}' if done.where else ''}: {done.error}", flush=True)
-            if split.complete and split.outcomes:  # first in line: the size is done soonest
-                self.pending.appendleft(Work(work.problem, finalists=split.finalists()))
-            elif split.complete:
-                yield replace(done, error=f"every chunk failed; last: {done.error}")
-            return
-        del self.split[work.problem]
-        yield done if done.outcome is None else replace(done, outcome=split.merged(done.outcome))
-        if done.outcome is not None:  # the caller asks for the next SizeDone once it has recorded this one
-            split.discard_checkpoints()
-
-
 def _kill_group(process: multiprocessing.Process) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -173,27 +91,15 @@ def _kill_group(process: multiprocessing.Process) -> None:
     process.join()
 
 
-def plan(problems: list[GemmProblem], slots: list[Slot], settings: TuneSettings,
-         min_chunk: int = MIN_CHUNK_CONFIGS) -> list[Work]:
-    """The items to hand out (tuner.chunks), with a line for each size split (see the module docstring)."""
-    if len(problems) >= len(slots) or any(slot.device != slots[0].device for slot in slots):
-        return [Work(problem) for problem in problems]
-    counts = [len(prune(problem, slots[0].device, settings.space).configs) for problem in problems]
-    items = plan_work(list(zip(problems, counts)), len(slots), min_chunk)
-    for problem, count in zip(problems, counts):
-        chunks = sum(work.problem == problem for work in items if work.chunk)
-        if chunks:
-            print(f"{problem.label}: {count} configs in {chunks} chunks over {chunks} workers", flush=True)
-    return items
-
-
 def tune_on_workers(problems: list[GemmProblem], slots: list[Slot], settings: TuneSettings, compare: bool,
                     retries: int = DEFAULT_RETRIES, on_assign: Callable[[int, Work], object] | None = None,
                     min_chunk: int = MIN_CHUNK_CONFIGS) -> Iterator[SizeDone]:
     """Tune `problems` on one worker per slot; yields each size's SizeDone as it completes (in completion order).
     on_assign(worker pid, work) is called as an item is handed out."""
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no CUDA state, the pin applies
-    queue = WorkQueue(plan(problems, slots, settings, min_chunk), retries)
+    # each chunk's worker prunes the size for its own GPU: chunks share out one list of configs on alike GPUs only
+    queue = WorkQueue(plan(problems, len(slots), alike(slot.device for slot in slots), settings.space, min_chunk),
+                      retries)
     workers: dict[int, _Running] = {}
 
     def start(number: int) -> None:

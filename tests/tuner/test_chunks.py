@@ -4,6 +4,7 @@ chunk tuned by tune_size (on the CPU) keeps to its share, in files of its own.""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from helpers import problem
@@ -12,7 +13,7 @@ from profiling import ProfilerChoice
 from prune import prune
 from prune.device import INTERPRETER_PROFILE
 from prune.space import space_for
-from tuner.chunks import MIN_CHUNK_CONFIGS, Chunk, Work, chunk_count, plan_work
+from tuner.chunks import MIN_CHUNK_CONFIGS, Chunk, Work, alike, chunk_count, plan, plan_work
 from tuner.order import visiting_order
 from tuner.pipeline import TuneSettings, tune_size
 
@@ -39,6 +40,23 @@ def test_plan_splits_each_size_and_keeps_whole_ones_whole():
     assert plan_work([(SMALL, 8)], workers=2, min_chunk=4) == [Work(SMALL, Chunk(0, 2)), Work(SMALL, Chunk(1, 2))]
     assert [w.label for w in items[2:]] == [f"{BIG.label} chunk 3 of 3", SMALL.label]
     assert (items[0].kind, items[3].kind, Work(BIG, finalists=("a",)).kind) == ("chunk", "size", "final round")
+
+
+def test_sizes_are_split_only_when_fewer_than_workers_and_the_gpus_alike(small_space, capsys):
+    split, other = problem(32, 32, 32), problem(32, 32, 64)  # 24 configs of the small space each
+    assert plan([split, other], 2, INTERPRETER_PROFILE, small_space, 4) == [Work(split), Work(other)]
+    assert plan([split], 2, INTERPRETER_PROFILE, small_space, 4) == [Work(split, Chunk(0, 2)), Work(split, Chunk(1, 2))]
+    assert plan([split], 2, INTERPRETER_PROFILE, small_space) == [Work(split)]  # its few configs: under the minimum
+    assert plan([split], 2, None, small_space, 4) == [Work(split)]  # unlike or unknown GPUs
+    assert capsys.readouterr().out == f"{split.label}: 24 configs in 2 chunks over 2 workers\n"
+
+
+def test_the_gpus_are_alike_only_when_every_one_is_known_and_the_same():
+    another = replace(INTERPRETER_PROFILE, name="another GPU")
+    assert alike([INTERPRETER_PROFILE, replace(INTERPRETER_PROFILE)]) == INTERPRETER_PROFILE
+    assert alike([INTERPRETER_PROFILE, another]) is None
+    assert alike([INTERPRETER_PROFILE, None]) is None  # a GPU whose facts could not be read
+    assert alike([]) is None
 
 
 @pytest.mark.parametrize("count", [2, 3, 5])

@@ -3,7 +3,7 @@
 Several workers tune a size list into one results file, as one worker does; a worker killed in the middle of
 a size has the size retried by a fresh worker; a size whose workers keep dying is reported as failed. With fewer
 sizes than workers a size is split into config chunks (tuner.chunks), whose best configs are timed again; a
-worker killed in a chunk has the chunk retried. The work queue's bookkeeping is tested without processes."""
+worker killed in a chunk has the chunk retried. The work queue's bookkeeping is tuner.items' (test_items)."""
 
 from __future__ import annotations
 
@@ -11,23 +11,19 @@ import functools
 import os
 import signal
 import threading
-from dataclasses import replace
 
 import yaml
-from helpers import SMALL_SPACE_YAML, problem, timed_outcome
+from helpers import problem, small_space_names
 
 from profiling import choose_profiler
-from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
-from prune.space import space_for, space_from_mapping
 from tuner import cli
-from tuner.chunks import Chunk, Work
+from tuner.chunks import Chunk
 from tuner.cli import main
 from tuner.gpus import GpuSelection, pinning_env
-from tuner.order import visiting_order
 from tuner.pipeline import TuneSettings
-from tuner.workers import SizeDone, Slot, WorkQueue, plan, slots_for, tune_on_workers, worker_settings
+from tuner.workers import Slot, slots_for, tune_on_workers, worker_settings
 
 SIZES = [(16, 16, 16), (32, 16, 16), (16, 32, 16), (32, 32, 16)]
 FAST = ["--iters", "1", "--warmup", "0", "--quiet"]
@@ -125,11 +121,6 @@ SPLIT = problem(32, 32, 32)
 MIN_CHUNK = 4
 
 
-def _split_names() -> list[str]:
-    space = space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "space", space_for("interpreter"))
-    return [str(c) for c in visiting_order(prune(SPLIT, INTERPRETER_PROFILE, space).configs)]
-
-
 def _chunked(assigned: list, done: list, kill=None):
     """cli's tune_on_workers with small chunks, recording each item handed out and each SizeDone yielded."""
     def on_assign(pid, work):
@@ -159,7 +150,7 @@ def test_one_size_is_split_over_the_workers_and_its_chunks_best_timed_again(tmp_
     code, results = _tune_split(tmp_path, space_file, "--compare")
     out = capfd.readouterr().out
     assert code == 0, out
-    names = _split_names()
+    names = small_space_names(SPLIT)
     assert f"{SPLIT.label}: {len(names)} configs in 2 chunks over 2 workers" in out
     (first, chunk1), (second, chunk2), (_, final) = assigned
     assert (chunk1.chunk, chunk2.chunk, final.kind) == (Chunk(0, 2), Chunk(1, 2), "final round")
@@ -196,61 +187,6 @@ def test_a_worker_killed_mid_chunk_has_the_chunk_retried_and_nothing_is_lost(tmp
             in out)
     assert [w.chunk for _, w in assigned if w.chunk].count(Chunk(0, 2)) == 2
     [size_done] = done
-    assert size_done.outcome.searched.timed == len(_split_names())  # the retried chunk timed all of its share
+    assert size_done.outcome.searched.timed == len(small_space_names(SPLIT))  # the retried chunk timed all of its share
     assert len(yaml.safe_load(results.read_text())) == 1
     assert not (tmp_path / "tune_gemm_work").exists()
-
-
-def test_sizes_are_split_only_when_fewer_than_workers_and_the_gpus_alike(small_space, capsys):
-    slots = slots_for(GpuSelection((0, 1)), "none", True)
-    two = [SPLIT, problem(32, 32, 64)]
-    settings = TuneSettings(profiler=choose_profiler("auto", "interpreter"), interpret=True, space=small_space)
-    assert plan(two, slots, settings, MIN_CHUNK) == [Work(size) for size in two]
-    assert plan(two[:1], slots, settings, MIN_CHUNK) == [Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2))]
-    assert plan(two[:1], slots, settings) == [Work(SPLIT)]  # its few configs: under the real minimum
-    unlike = [slots[0], replace(slots[1], device=replace(INTERPRETER_PROFILE, name="another GPU"))]
-    assert plan(two[:1], unlike, settings, MIN_CHUNK) == [Work(SPLIT)]
-    assert capsys.readouterr().out.count("chunks over") == 1
-
-
-def _chunk_done(index: int, times: dict[str, float] | None, checkpoint=None) -> tuple[Work, SizeDone]:
-    work = Work(SPLIT, Chunk(index, 2))
-    if times is None:
-        return work, SizeDone(SPLIT, None, "its worker died 3 times", "cpu", f"interpreter {index}")
-    return work, SizeDone(SPLIT, timed_outcome(SPLIT, times, checkpoint=checkpoint), None, "cpu",
-                          f"interpreter {index}")
-
-
-def test_the_queue_hands_out_a_final_round_once_all_chunks_are_in(tmp_path):
-    queue = WorkQueue([Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2)), Work(problem(16, 16, 16))], retries=1)
-    chunk = queue.pending.popleft()
-    assert queue.put_back(chunk) and queue.pending[0] == chunk  # first retry: back at the front
-    assert queue.put_back(chunk) is False  # retries used
-    first, second = (tmp_path / "chunk1.json", tmp_path / "chunk2.json")
-    assert list(queue.finished(*_chunk_done(0, {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 2.0}, first))) == []
-    assert list(queue.finished(*_chunk_done(1, {"BM32_BN16_BK16_GM1_SK1_nW1_nS1": 1.0}, second))) == []
-    final = queue.pending[0]  # before the sizes still waiting: the split size is done soonest
-    assert final == Work(SPLIT, finalists=("BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1"))
-    retimed = timed_outcome(SPLIT, {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 1.5, "BM32_BN16_BK16_GM1_SK1_nW1_nS1": 1.6})
-    first.write_text("{}")
-    second.write_text("{}")
-    results = queue.finished(final, SizeDone(SPLIT, retimed, None, "cpu", "interpreter 1"))
-    [merged] = [next(results)]
-    assert str(merged.outcome.winner) == "BM16_BN16_BK16_GM1_SK1_nW1_nS1" and merged.where == "interpreter 1"
-    assert first.exists()  # not recorded yet: a rerun could still resume the chunks
-    assert list(results) == [] and not first.exists() and not second.exists()
-
-
-def test_a_failed_chunk_leaves_the_size_to_the_other_and_all_failed_fail_the_size(capsys):
-    queue = WorkQueue([Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2))], retries=0)
-    queue.pending.clear()
-    assert list(queue.finished(*_chunk_done(0, None))) == []
-    assert f"{SPLIT.label} chunk 1 of 2 failed on interpreter 0: its worker died 3 times" in capsys.readouterr().out
-    assert list(queue.finished(*_chunk_done(1, {"BM32_BN16_BK16_GM1_SK1_nW1_nS1": 1.0}))) == []
-    assert queue.pending[0].finalists == ("BM32_BN16_BK16_GM1_SK1_nW1_nS1",)
-
-    queue = WorkQueue([Work(SPLIT, Chunk(0, 2)), Work(SPLIT, Chunk(1, 2))], retries=0)
-    queue.pending.clear()
-    assert list(queue.finished(*_chunk_done(0, None))) == []
-    [failed] = queue.finished(*_chunk_done(1, None))
-    assert failed.outcome is None and failed.error.startswith("every chunk failed") and not queue.pending
