@@ -12,8 +12,8 @@ winners are also recorded as a results file, OUT.SEARCH.yaml (for benchmarks/ben
 `--cache cold` gives every search a fresh Triton cache (end to end includes compiling everything);
 `--cache warm` shares one cache across the run, so a search finds the binaries an earlier one built
 (the first search of a size builds them for the next); `--cache_dir DIR` keeps that cache in DIR, so that
-a run split over several commands (a device machine's per-command limit) shares it too. Sizes are run in file order (or fewest configs first,
-`--order smallest`) while `--time_limit` allows: a size is started only if the time it is expected to
+a run split over several commands (a device machine's per-command limit) shares it too. Sizes are run in
+file order (or fewest configs first, `--order smallest`) while `--time_limit` allows: a size is started only if the time it is expected to
 take (its configs at the rate of the biggest search so far, once one of at least 200 configs has run; a
 guess of 20 configs/s before that, since a tiny size's rate is all start-up) fits in what is left; the sizes not run
 are listed with the reason. OUT.csv and OUT.md are rewritten after each size.

@@ -8,11 +8,11 @@ export PYTHONUNBUFFERED=1
 # The device's torch has no compiled bytecode and its folder is read-only: without a writable cache every
 # Python process (compile workers, timing children) spends about 9 s compiling torch's sources on import.
 export PYTHONPYCACHEPREFIX=/tmp/pycache
-# Everything goes to /tmp/o, packed into one archive in $OUT at the end (the device tool returns at most 8 files).
-FINAL=${OUT:-/tmp/out}; OUT=/tmp/o_${1:-tests}; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 ROOT=$PWD
 mode=${1:-tests}; shift || true
-# one archive per mode, so that modes chained in one call do not overwrite each other's logs
+# Everything goes to /tmp/o_MODE, packed into one archive per mode in $OUT at the end (the device tool returns at
+# most 8 files; one archive per mode, so that modes chained in one call do not overwrite each other's logs).
+FINAL=${OUT:-/tmp/out}; OUT=/tmp/o_$mode; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 trap 'tar -czf "$FINAL/device_out_$mode.tgz" -C "$OUT" .' EXIT
 # each mode's run ends before the device call's limit, so that the archive of its logs is still written
 bounded() { timeout "${RUN_SECONDS:-560}" "$@"; }
