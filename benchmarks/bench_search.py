@@ -9,6 +9,9 @@ each, same inputs, same timer), so that "this search's winner is within 1% of th
 from one measurement, not from two searches' noise; the same config counts as exactly 1.00. Each search's
 winners are also recorded as a results file, OUT.SEARCH.yaml (for benchmarks/bench_gemm.py).
 
+`--run_dir DIR` runs each search in DIR/<size>/<search> and keeps it there: rerunning a command that was cut
+short (a device machine's per-command limit) resumes its interrupted search from the tuner's checkpoint. Such a
+search's row says "resumed", and its seconds count only the run that finished it.
 `--cache cold` gives every search a fresh Triton cache (end to end includes compiling everything);
 `--cache warm` shares one cache across the run, so a search finds the binaries an earlier one built
 (the first search of a size builds them for the next); `--cache_dir DIR` keeps that cache in DIR, so that
@@ -30,7 +33,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -43,7 +46,7 @@ from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from prune.space import space_for, space_from_mapping
-from tuner.checkpoint import discard
+from tuner.checkpoint import DIRECTORY, discard
 from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES
 from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, profile_configs, scratch_dir, tune_size
@@ -71,18 +74,30 @@ def _chosen(requests: list[SizeRequest], spec: str | None) -> list[tuple[int, Si
     return chosen
 
 
+@dataclass
+class SearchRun:
+    outcome: SizeOutcome
+    seconds: float  # wall seconds of this run of the search
+    resumed: bool  # it went on from a checkpoint an earlier, interrupted run left (--run_dir)
+
+
 def _search(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, search: str, cold: bool,
-            workdir: Path) -> tuple[SizeOutcome, float]:
-    """One search of one size in its own working directory; returns the outcome and its wall seconds."""
+            workdir: Path, kept_dir: Path | None) -> SearchRun:
+    """One search of one size in its own working directory: a fresh one, or kept_dir/<size>/<search> (resumable)."""
     if cold:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_cold_", dir=workdir)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"{search}_", dir=workdir))
+    if kept_dir is None:
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{search}_", dir=workdir))
+    else:
+        run_dir = kept_dir / problem.file_tag / search
+        run_dir.mkdir(parents=True, exist_ok=True)
+    resumed = (run_dir / DIRECTORY / f"{problem.file_tag}.json").exists()
     started = time.perf_counter()
     outcome = tune_size(problem, device, replace(settings, search=search, workdir=run_dir), compare=False,
                         log=lambda line: print(f"  {line}", flush=True))
     seconds = time.perf_counter() - started
     discard(outcome.checkpoint)
-    return outcome, seconds
+    return SearchRun(outcome, seconds, resumed)
 
 
 def _retime(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, winners: list[Config],
@@ -97,14 +112,15 @@ def _retime(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings,
     return dict(zip(measured.timings["config"], measured.timings["time_us"]))
 
 
-def _row(label: str, configs: int, outcomes: dict[str, tuple[SizeOutcome, float]], retimed: dict[str, float]) -> dict:
+def _row(label: str, configs: int, outcomes: dict[str, SearchRun], retimed: dict[str, float]) -> dict:
     row: dict = {"size": label, "configs": configs}
-    for search, (outcome, seconds) in outcomes.items():
+    for search, run in outcomes.items():
+        outcome, seconds = run.outcome, run.seconds
         stage = outcome.seconds
         rounds = outcome.searched.rounds
         timings = sum(r.configs for r in rounds)
         compiled = len(outcome.compiled.compiled) + len(outcome.compiled.failed)
-        row[f"{search} s"] = round(seconds, 1)
+        row[f"{search} s"] = f"{seconds:.1f} (resumed)" if run.resumed else round(seconds, 1)
         row[f"{search} configs/s"] = round(configs / seconds, 1)
         row[f"{search} compile configs/s"] = round(compiled / stage["compile"], 1) if stage.get("compile") else ""
         row[f"{search} timing configs/s"] = round(timings / stage["profile"], 1) if stage.get("profile") else ""
@@ -145,6 +161,7 @@ def main() -> int:
     parser.add_argument("--time_limit", type=float, default=420.0, help="seconds for the whole run (see above)")
     parser.add_argument("--order", choices=("file", "smallest"), default="file",
                         help="run the sizes in file order, or fewest configs first (more sizes fit the limit)")
+    parser.add_argument("--run_dir", type=Path, help="keep each search's working folder here: a rerun resumes it")
     parser.add_argument("--retime_iters", type=int, default=100)
     parser.add_argument("--num_threads", type=int, default=default_workers())
     parser.add_argument("--compile_pool", choices=POOLS, default="process")
@@ -196,15 +213,16 @@ def main() -> int:
             try:
                 for search in searches:
                     outcomes[search] = _search(problem, device, settings, search, args.cache == "cold",
-                                               Path(workdir))
-                    largest = max(largest, (configs, outcomes[search][1]))
+                                               Path(workdir), args.run_dir)
+                    if not outcomes[search].resumed:
+                        largest = max(largest, (configs, outcomes[search].seconds))
             except SizeFailed as failure:
                 skipped.append(f"entry {number} {problem.label}: failed ({failure})")
                 continue
-            retimed = _retime(problem, device, settings, [o.winner for o, _ in outcomes.values()],
+            retimed = _retime(problem, device, settings, [run.outcome.winner for run in outcomes.values()],
                               args.retime_iters, Path(workdir))
             rows.append(_row(problem.label, configs, outcomes, retimed))
-            for search, (outcome, _) in outcomes.items():
+            for search, outcome in ((search, run.outcome) for search, run in outcomes.items()):
                 record(args.out.with_suffix(f".{search}.yaml"), ResultEntry(
                     problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us),
                     device.name, settings.profiler.name, outcome.matmul_time_us))

@@ -16,8 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, dot_accumulate, grouped_tile,
-                               loaded_resources, mock_scales)
+from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, ceil_div, dot_accumulate,
+                               grouped_tile, loaded_resources, mock_scales)
 
 # family-imports-end
 
@@ -112,7 +112,7 @@ def _tma_readable(matrix) -> bool:
 def _padded_columns(cols: int, element_bytes: int) -> int:
     """Row length, in elements, rounded up so that every row starts 16-byte aligned."""
     per_row = TMA_ALIGNMENT_BYTES // element_bytes
-    return triton.cdiv(cols, per_row) * per_row
+    return ceil_div(cols, per_row) * per_row
 
 
 def tma_view(matrix):
@@ -145,7 +145,7 @@ def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
 
 
 def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
-    return (persistent_programs(device, triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N)),)
+    return (persistent_programs(device, ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)),)
 
 
 @dataclass(frozen=True)

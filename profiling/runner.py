@@ -163,6 +163,8 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
             break
         if progress.running is not None:
             outcome.failed[progress.running] = f"child died (exit {code}): {reason}"
+            if log:  # named as it happens: a run cut short (a time limit, Ctrl-C) still shows which config hung
+                log(f"failed {progress.running}: {outcome.failed[progress.running]}")
         finished = progress.done | set(outcome.failed)
         pending = replace(
             pending,

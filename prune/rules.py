@@ -153,6 +153,19 @@ def _tma_shared_memory(problem: GemmProblem, config: Config, device: DeviceProfi
     return shared_memory_bytes(problem, config) + epilogue_shared_bytes(problem, config) <= device.max_shared_bytes
 
 
+def c_stored_by_descriptor(problem: GemmProblem) -> bool:
+    """Whether the TMA family stores the tuner's (contiguous) C through a descriptor: its rows start 16-byte aligned.
+    Else the kernel stores C through masked pointers (gen.tma_family.store_output_tile)."""
+    return problem.N * problem.dtype_c.bytes % 16 == 0
+
+
+def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Measured on the H100 (Triton 3.6, 4095x4097x1023, BENCHMARKS.md): warp specialization with 4 warps and C
+    # stored through pointers deadlocks the GPU (100% busy at idle power until killed), or fails to compile with
+    # EPILOGUE_SUBTILE; the same configs with 8 warps run. Each such config cost a config timeout and a new child.
+    return not (config.WARP_SPECIALIZE and config.num_warps == 4 and not c_stored_by_descriptor(problem))
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -182,6 +195,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("epilogue_subtile", "EPILOGUE_SUBTILE only with BLOCK_N >= 128", _epilogue_subtile),
     Rule("tma_shared_memory", "TMA family: pipeline stages plus the output tile fit in shared memory",
          _tma_shared_memory),
+    Rule("warp_specialize_warps", "WARP_SPECIALIZE with 4 warps only where C is stored through a descriptor "
+         "(its rows 16-byte aligned)", _warp_specialize_warps),
 )
 
 RULES_BY_NAME = {rule.name: rule for rule in RULES + FAMILY_RULES}

@@ -59,9 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="child runs the configs are timed in, each as soon as its configs compiled (default 1)")
     parser.add_argument("--compile_pool", choices=POOLS, default="process",
                         help="compile workers are processes (default) or threads of the tuner")
-    parser.add_argument("--search", choices=SEARCHES, default="exhaustive",
-                        help="time every config fully; in rounds that keep the best (successive halving); or one "
-                             "config per kernel shape, then the best shapes in full (refine)")
+    parser.add_argument("--search", choices=SEARCHES, default="refine",
+                        help="refine (default): one config per kernel shape, then every variant of the best shapes; "
+                             "exhaustive: every config fully; halving: rounds that keep the best")
     parser.add_argument("--time_budget", type=float, metavar="SECONDS",
                         help="per size: once spent, time no more configs and pick from those timed")
     parser.add_argument("--quiet", action="store_true",

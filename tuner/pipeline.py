@@ -40,7 +40,7 @@ class TuneSettings:
     num_threads: int = 1  # compile workers
     jobs: int = 1  # child runs (chunks) the configs are timed in
     compile_pool: str = "process"  # compile workers are processes or threads (tuner.compile.POOLS)
-    search: str = "exhaustive"  # or "halving" (tuner.search)
+    search: str = "refine"  # or "exhaustive", "halving" (tuner.search)
     time_budget: float | None = None  # seconds per size, after which the winner is picked from what is timed
     warmup: int = 5
     iters: int = 20

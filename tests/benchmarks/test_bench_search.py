@@ -4,26 +4,35 @@ exhaustive winner, and each search's winners land in a results file the benchmar
 from __future__ import annotations
 
 import csv
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
 
+from profiling.faults import ENV_VAR
 from prune.config import Config
+from tuner.order import visiting_order
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search.py"
 SPACE = {"BLOCK_SIZE_M": [16, 32], "BLOCK_SIZE_N": [16], "BLOCK_SIZE_K": [16], "GROUP_SIZE_M": [1], "SPLIT_K": [1],
          "num_warps": [1], "num_stages": [1, 2, 3]}  # 6 configs of 2 shapes at 32x32x32: refine refines it
 
 
-def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorded(tmp_path):
+def _command(tmp_path: Path, searches: str, *extra: str) -> list[str]:
     (tmp_path / "space.yaml").write_text(yaml.safe_dump(SPACE))
     (tmp_path / "sizes.yaml").write_text("- {M: 32, N: 32, K: 32}\n")
-    command = [sys.executable, str(BENCH), "sizes.yaml", "--interpret", "--space", "space.yaml", "--iters", "2",
-               "--warmup", "1", "--retime_iters", "2", "--num_threads", "2", "--searches", "exhaustive,refine",
-               "--out", "out"]
+    return [sys.executable, str(BENCH), "sizes.yaml", "--interpret", "--space", "space.yaml", "--iters", "2",
+            "--warmup", "1", "--retime_iters", "2", "--num_threads", "2", "--searches", searches, "--out", "out",
+            *extra]
+
+
+def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorded(tmp_path):
+    command = _command(tmp_path, "exhaustive,refine")
     done = subprocess.run(command, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TRITON_INTERPRET": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -39,3 +48,35 @@ def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorde
         winner = Config(entry["BLOCK_SIZE_M"], entry["BLOCK_SIZE_N"], entry["BLOCK_SIZE_K"],
                         num_stages=entry["num_stages"], num_warps=entry["num_warps"])
         assert str(winner) == row[f"{search} winner"]
+
+
+def _timed(checkpoint: Path) -> int:
+    try:
+        return len(json.loads(checkpoint.read_text())["rounds"][0]["times"])
+    except (OSError, ValueError, LookupError):
+        return 0
+
+
+def test_a_search_cut_short_resumes_from_its_run_dir(tmp_path):
+    command = _command(tmp_path, "exhaustive", "--run_dir", "runs")
+    checkpoint = tmp_path / "runs" / "323232" / "exhaustive" / "tune_gemm_work" / "checkpoints" / "323232.json"
+    # the config searched last hangs in the first run, so that the kill lands with configs left to time
+    configs = [f"BM{m}_BN16_BK16_GM1_SK1_nW1_nS{s}" for m in (16, 32) for s in (1, 2, 3)]
+    stuck = {**os.environ, "TRITON_INTERPRET": "1", ENV_VAR: f"{visiting_order(configs)[-1]}=hang"}
+    bench = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=stuck)
+    deadline = time.monotonic() + 120
+    while _timed(checkpoint) < 2 and bench.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(bench.pid, signal.SIGKILL)
+    bench.wait()
+    done = _timed(checkpoint)
+    assert 2 <= done < 6, "the kill came too late to interrupt anything"
+
+    rerun = subprocess.run(command, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"{done} configs timed before" in rerun.stdout
+    with open(tmp_path / "out.csv") as handle:
+        [row] = list(csv.DictReader(handle))
+    assert row["exhaustive s"].endswith("(resumed)") and row["exhaustive rounds"] == "6x2"
+    assert not checkpoint.exists()  # recorded: nothing left to resume

@@ -53,10 +53,14 @@ def _job(tmp_path, **fields) -> ChildJob:
                     **fields)
 
 
-def test_crashing_and_hanging_configs_are_blamed_and_the_rest_timed(tmp_path):
+def test_crashing_and_hanging_configs_are_blamed_logged_and_the_rest_timed(tmp_path):
     names = list(__import__("re").findall(r'"(BM\w+)"', FAKE_MODULE))
+    logged = []
     outcome = run_child(_job(tmp_path, time_configs=names, baseline=True), tmp_path, interpret=True,
-                        config_timeout=3)
+                        config_timeout=3, log=logged.append)
+    # each named in the log as its child ends, not only in the outcome at the end
+    assert [line.split()[1].rstrip(":") for line in logged if line.startswith("failed ")] == [
+        "BM32_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK16_GM1_SK1_nW1_nS1"]
     assert set(outcome.failed) == {"BM32_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK16_GM1_SK1_nW1_nS1"}
     assert "exit 3" in outcome.failed["BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
     assert "hang" in outcome.failed["BM32_BN32_BK16_GM1_SK1_nW1_nS1"]

@@ -136,7 +136,8 @@ def test_rules_by_name_matches_rules():
         "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers", "block_size",
         "large_gemm", "num_stages",
     ]
-    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "tma_tile", "epilogue_subtile", "tma_shared_memory"]
+    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "tma_tile", "epilogue_subtile", "tma_shared_memory",
+                                             "warp_specialize_warps"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -162,6 +163,21 @@ TMA = {"PERSISTENT_TMA": 1}
 ])
 def test_family_rules(name, config, kept):
     assert RULES_BY_NAME[name].keep(BIG, config, IP) is kept
+
+
+WS = {"PERSISTENT_TMA": 1, "WARP_SPECIALIZE": 1}
+
+
+@pytest.mark.parametrize("size, config, kept", [
+    # 4097 fp16 columns: C's rows are not 16-byte aligned, the kernel stores C through pointers
+    ((4095, 4097, 1023), Config(128, 128, 64, num_warps=4, **WS), False),  # deadlocked the H100
+    ((4095, 4097, 1023), Config(128, 128, 64, num_warps=4, EPILOGUE_SUBTILE=1, **WS), False),  # failed to compile
+    ((4095, 4097, 1023), Config(128, 128, 64, num_warps=8, **WS), True),  # ran
+    ((4095, 4097, 1023), Config(128, 128, 64, num_warps=4, **TMA), True),  # no warp specialization
+    ((4000, 4096, 1024), Config(128, 128, 64, num_warps=4, **WS), True),  # C through its descriptor
+])
+def test_warp_specialization_with_4_warps_only_with_a_descriptor_stored_c(size, config, kept):
+    assert RULES_BY_NAME["warp_specialize_warps"].keep(problem(*size), config, IP) is kept
 
 
 @pytest.mark.parametrize("dtype,dtype_c,block_k,kept", [

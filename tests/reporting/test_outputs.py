@@ -33,7 +33,8 @@ def test_exports_and_report_alone_need_no_size_and_no_gpu(tmp_path, capsys):
 def test_a_tuning_run_keeps_timings_and_reports_them(tmp_path, space_file, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code = main(["-m", "33", "-n", "17", "-k", "40", "--interpret", "--space", str(space_file), "--iters", "2",
-                 "--warmup", "1", "--tuning_results_file", "out.yaml", "--report", "report", "--export", "json"])
+                 "--warmup", "1", "--search", "exhaustive", "--tuning_results_file", "out.yaml", "--report", "report",
+                 "--export", "json"])
     out = capsys.readouterr().out
     assert code == 0, out
     timings = (tmp_path / "report" / "timings" / "331740.csv").read_text().splitlines()

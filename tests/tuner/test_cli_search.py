@@ -50,6 +50,17 @@ def test_search_and_compile_pool_are_checked_by_argparse(capsys):
         assert "invalid choice: 'fastest'" in capsys.readouterr().err
 
 
+def test_refine_is_the_default_search(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "space24.yaml"
+    space.write_text(SPACE.replace("num_stages: [1]", "num_stages: [1, 2, 3]"))  # 24 configs in 8 kernel shapes
+    code = main([*SIZE, "--interpret", "--space", str(space), "--iters", "2", "--warmup", "1",
+                 "--tuning_results_file", str(tmp_path / "out.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "refine: round 0 8 configs x 2 launches, round 1 " in out  # one per shape, then the best shapes
+
+
 def test_quiet_halving_run_prints_a_line_per_stage(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     space = tmp_path / "space16.yaml"
@@ -77,7 +88,8 @@ def _timed(checkpoint: Path) -> int:
 
 def test_kill_9_in_the_middle_of_a_size_then_the_same_command_resumes(tmp_path, space):
     command = [sys.executable, str(ROOT / "tune_gemm.py"), *SIZE, "--interpret", "--space", str(space),
-               "--iters", "3", "--warmup", "1", "--quiet", "--tuning_results_file", str(tmp_path / "out.yaml")]
+               "--iters", "3", "--warmup", "1", "--search", "exhaustive", "--quiet",
+               "--tuning_results_file", str(tmp_path / "out.yaml")]
     checkpoint = tmp_path / "tune_gemm_work" / "checkpoints" / "323232.json"
     # the config the search times last hangs in this run, so that the kill always lands with configs left to time
     configs = [f"BM{m}_BN{n}_BK{k}_GM1_SK1_nW1_nS1" for m in (16, 32) for n in (16, 32) for k in (16, 32)]
