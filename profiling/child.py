@@ -6,6 +6,7 @@ Configs are timed in batches (`job.batch`, one timer session each, in the order 
 gives): a batch's rows are written, and its configs marked done, once the batch is over, so a crash
 inside a batch leaves its other configs to the next child. Each config comes from its part module when
 the job names one (gen.parts), else from the job's module; each module is loaded when a config first needs it.
+At its end it prints where its start-up went (profiling.child_timeline) on its output, which --verbose shows.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from gen.loader import ModuleCache
@@ -20,6 +22,7 @@ from gen.naming import kernel_name
 from profiling.backends import TIMERS, Session, no_flush
 from profiling.baselines import baseline_for
 from profiling.cache_flush import CacheFlush
+from profiling.child_timeline import Timeline
 from profiling.faults import injected_faults, trigger
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
@@ -68,10 +71,13 @@ EXIT_CONTEXT_LOST = 3
 
 
 class _Progress:
-    def __init__(self, path: str):
+    def __init__(self, path: str, timeline: Timeline):
         self._handle = open(path, "a")
+        self._timeline = timeline
 
     def mark(self, event: str, name: str, reason: str = "") -> None:
+        if event == "start":
+            self._timeline.mark("first config")
         line = f"{event} {name}" + (f" {' '.join(reason.split())}" if reason else "")
         self._handle.write(line + "\n")
         self._handle.flush()
@@ -162,18 +168,32 @@ def _with_fault(launcher, fault: str | None, on_gpu: bool):
     return faulty
 
 
-def run(job: ChildJob) -> int:
+def run(job: ChildJob, timeline: Timeline | None = None) -> int:
+    """Time and check the job's configs (exit code: 0, or EXIT_CONTEXT_LOST); `timeline`: a standby child's own."""
+    if timeline is None:
+        timeline = Timeline()
+        timeline.mark("imports")
+    try:
+        return _run(job, timeline)
+    finally:
+        timeline.mark("end")
+        print(timeline.line(), file=sys.stderr, flush=True)
+
+
+def _run(job: ChildJob, timeline: Timeline) -> int:
     modules = ModuleCache()
     configs = [*job.time_configs, *job.check_configs]
     # the first config's module, which the child loads anyway, serves the family's helpers (the same in every part)
     module = modules.get(job.module_of(configs[0]) if configs else job.module_path)
+    timeline.mark("module")
     device = "cpu" if module.INTERPRETED else "cuda"
     timer = TIMERS[job.timer]()
-    progress = _Progress(job.progress_path)
+    progress = _Progress(job.progress_path, timeline)
     faults = injected_faults()
     count = job.warmup + job.iters
     timing = bool(job.time_configs or job.baseline)
     sets = _operand_sets(module, job, device) if timing else []
+    timeline.mark("inputs")
     flush = CacheFlush(job.l2_bytes, device) if job.cache_flush and timing else no_flush
 
     def launcher_of(name: str):
@@ -226,5 +246,37 @@ def _save_check(path: Path, name: str, error: float) -> None:
     os.replace(temporary, path)
 
 
+_GO_POLL_SECONDS = 0.01
+
+
+def _warm_up(timer_name: str) -> None:
+    """Pay now what a child's first measurement would: the GPU context and the timer's first session (for
+    cupti, the profiler's start-up), without launching a kernel that would disturb the child timing now."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        return
+    torch.empty(1, device="cuda")
+    with TIMERS[timer_name]().session():
+        pass
+
+
+def standby(go_path: Path, timer_name: str) -> int:
+    """A child started ahead of its job (profiling.standby): warm up, then run the job go_path will name."""
+    timeline = Timeline()
+    timeline.mark("imports")
+    _warm_up(timer_name)
+    timeline.mark("ready")
+    while not go_path.exists():
+        time.sleep(_GO_POLL_SECONDS)
+    job = ChildJob.load(Path(go_path.read_text()))
+    timeline.mark("job")
+    return run(job, timeline)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--standby":
+        sys.exit(standby(Path(sys.argv[2]), sys.argv[3]))
     sys.exit(run(ChildJob.load(Path(sys.argv[1]))))

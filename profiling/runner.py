@@ -20,8 +20,10 @@ from pathlib import Path
 
 from profiling.external import ExternalProfiler, attribute
 from profiling.formats import PARSERS
+from profiling.child_timeline import LAUNCHED_ENV, TIMELINE_PREFIX
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows
+from profiling.standby import STANDBY, standby_key
 from profiling.stream import stop_requested
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -88,59 +90,79 @@ def _size(path: Path) -> int:
 
 
 def _child_env(interpret: bool, extra: dict[str, str]) -> dict[str, str]:
-    env = {**os.environ, **extra}
+    env = {**os.environ, **extra, LAUNCHED_ENV: repr(time.time())}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     return env
 
 
+def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: bool) -> tuple[subprocess.Popen, Path]:
+    """The child for the saved job: the one in standby when it was started for the same environment and timer,
+    else a new one; then, with `standby`, the next one starts in standby. Returns (process, its output file)."""
+    env = _child_env(interpret, job.env)
+    key = standby_key(env, job.timer)
+    preexec = die_with_parent if sys.platform == "linux" else None
+    waiting = STANDBY.take(key) if standby and wrap is None else None
+    if waiting is not None:
+        waiting.start(job_path)
+        child, output_path = waiting.process, waiting.output_path
+    else:
+        output_path = job_path.with_suffix(".stderr")
+        command = [sys.executable, "-m", "profiling.child", str(job_path)]
+        with open(output_path, "w") as output:
+            child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT, env=env, stdout=output,
+                                     stderr=subprocess.STDOUT, preexec_fn=preexec)
+    if standby and wrap is None:
+        STANDBY.start(key, _child_env(interpret, job.env), PROJECT_ROOT, preexec)
+    return child, output_path
+
+
 def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
-              wrap=None, watch: Callable[[], None] | None = None) -> tuple[int, str]:
+              wrap=None, watch: Callable[[], None] | None = None, standby: bool = False) -> tuple[int, str]:
     """Run one child (wrapped in a profiler's command) to its end, calling watch() as it goes; returns
     (exit code, last lines of its output). A hang is killed: no progress, and no config ready for it either
     (a streaming child waits on its ready file, profiling.stream, while the tuner compiles)."""
     job.save(job_path)
-    stderr_path = job_path.with_suffix(".stderr")
     watched = [Path(path) for path in (job.progress_path, job.ready_path) if path]
-    with open(stderr_path, "w") as stderr:
-        command = [sys.executable, "-m", "profiling.child", str(job_path)]
-        child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT,
-                                 env=_child_env(interpret, job.env), stdout=stderr, stderr=subprocess.STDOUT,
-                                 preexec_fn=die_with_parent if sys.platform == "linux" else None)
-        last_change, last_size, launched_at = time.monotonic(), -1, _size(watched[0])
-        stop_seen = None
-        while child.poll() is None:
-            if watch is not None:
-                watch()
-            if stop_requested(job):
-                stop_seen = stop_seen or time.monotonic()
-                if time.monotonic() - stop_seen > STOP_GRACE_SECONDS:
-                    child.kill()
-                    child.wait()
-                    return EXIT_STOPPED, f"still running {STOP_GRACE_SECONDS:.0f} s after a stop request, killed"
-            size = sum(_size(path) for path in watched)
-            # Until it marks its first config, the child is starting (imports, GPU context, inputs), which
-            # on a busy machine can outlast a short config timeout: it gets the start-up allowance instead.
-            started = _size(watched[0]) > launched_at
-            limit = config_timeout if started else max(config_timeout, _STARTUP_SECONDS)
-            if size != last_size:
-                last_change, last_size = time.monotonic(), size
-            elif time.monotonic() - last_change > limit:
+    launched_at = _size(watched[0])
+    child, stderr_path = _launch(job, job_path, interpret, wrap, standby)
+    last_change, last_size = time.monotonic(), -1
+    stop_seen = None
+    while child.poll() is None:
+        if watch is not None:
+            watch()
+        if stop_requested(job):
+            stop_seen = stop_seen or time.monotonic()
+            if time.monotonic() - stop_seen > STOP_GRACE_SECONDS:
                 child.kill()
                 child.wait()
-                return -9, f"no progress for {limit:.0f} s ({'hang' if started else 'stuck starting'}), killed"
-            time.sleep(_POLL_SECONDS)
+                return EXIT_STOPPED, f"still running {STOP_GRACE_SECONDS:.0f} s after a stop request, killed"
+        size = sum(_size(path) for path in watched)
+        # Until it marks its first config, the child is starting (imports, GPU context, inputs), which
+        # on a busy machine can outlast a short config timeout: it gets the start-up allowance instead.
+        started = _size(watched[0]) > launched_at
+        limit = config_timeout if started else max(config_timeout, _STARTUP_SECONDS)
+        if size != last_size:
+            last_change, last_size = time.monotonic(), size
+        elif time.monotonic() - last_change > limit:
+            child.kill()
+            child.wait()
+            return -9, f"no progress for {limit:.0f} s ({'hang' if started else 'stuck starting'}), killed"
+        time.sleep(_POLL_SECONDS)
     text = stderr_path.read_text(errors="replace").strip().splitlines()
     if log and text:
         log("\n".join(text[-20:]))
-    return child.returncode, " | ".join(text[-3:])
+    said = [line for line in text if not line.startswith(TIMELINE_PREFIX)]  # the reason is what went wrong
+    return child.returncode, " | ".join(said[-3:])
 
 
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,
-              profiler: ExternalProfiler | None = None, watch: Callable[[], None] | None = None) -> ChildOutcome:
+              profiler: ExternalProfiler | None = None, watch: Callable[[], None] | None = None,
+              standby: bool = False) -> ChildOutcome:
     """Run `job` in child processes until every config is done or known to fail (or, with job.stop_path, until
-    a stop is requested). watch() is called every few milliseconds while a child runs.
+    a stop is requested). watch() is called every few milliseconds while a child runs. With `standby`, each
+    child takes over the one started in standby during the previous child, if it fits (profiling.standby).
 
     With an external profiler, each child runs under it and the kernel records it wrote are parsed
     and appended to job.csv_path once all children are done."""
@@ -156,7 +178,7 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
             traces.append(Path(workdir) / f"{profiler.name}_{len(traces)}.out")
             wrap = functools.partial(profiler.wrap, output=traces[-1])
         code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log, wrap,
-                                 watch)
+                                 watch, standby)
         progress = _read_progress(progress_path)
         outcome.failed.update(progress.failed)
         if code == EXIT_STOPPED:  # what it was timing is left untimed, for a later run to time

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
 from prune.device import DeviceProfile
 from tuner.dtypes import DTYPES
 from tuner.problem import GemmProblem
@@ -75,3 +82,35 @@ def small_space_names(size: GemmProblem) -> list[str]:
     from tuner.order import visiting_order
 
     return [str(c) for c in visiting_order(prune(size, INTERPRETER_PROFILE, small_space_file_space()).configs)]
+
+
+# The top of a stand-in for a generated module in the child's tests: 2x2 inputs on the CPU, no problem; each test
+# adds its launchers (LAUNCHERS, config name -> function of a, b, c).
+FAKE_MODULE_HEAD = """\
+import os, time
+import torch
+INTERPRETED = True
+PROBLEM = None
+
+def make_operands(problem, device, seed=0, init_type="randn"):
+    return torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2)
+"""
+
+
+def checkpoint_timed(checkpoint: Path) -> int:
+    """Configs with a time in round 0 of a tuner checkpoint file; 0 while it is missing or being replaced."""
+    try:
+        return len(json.loads(checkpoint.read_text())["rounds"][0]["times"])
+    except (OSError, ValueError, LookupError):
+        return 0
+
+
+def kill_once_timed(process: subprocess.Popen, checkpoint: Path, at_least: int, seconds: float = 120) -> int:
+    """kill -9 `process` as soon as its checkpoint holds `at_least` timed configs (or it ended, or `seconds`
+    passed); returns how many the checkpoint held then."""
+    deadline = time.monotonic() + seconds
+    while checkpoint_timed(checkpoint) < at_least and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    return checkpoint_timed(checkpoint)

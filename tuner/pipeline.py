@@ -57,6 +57,13 @@ class TuneSettings:
     cache_flush: bool = False  # --icache_flush
     child_env: dict[str, str] = field(default_factory=dict)  # environment of every child (its pinned GPU)
 
+    @property
+    def standby_children(self) -> bool:
+        """Whether each timing child starts the next one in standby (profiling.standby): on a GPU, where a child's
+        start-up is seconds of imports and profiler start-up; not under the interpreter, whose children start
+        quickly and whose machines (CI) have few cores to spare."""
+        return not self.interpret
+
 
 PRECOMPILED_HANG_SECONDS = 60.0
 SELF_COMPILING_HANG_SECONDS = 300.0
@@ -206,7 +213,8 @@ def profile_configs(module: Path, names: list[str], scratch: Path, settings: Tun
                      settings.warmup, settings.iters, baseline=True)
     try:
         profiled = run_child(job, scratch, settings.interpret, settings.config_timeout,
-                             log if settings.verbose else None, settings.profiler.external)
+                             log if settings.verbose else None, settings.profiler.external,
+                             standby=settings.standby_children)
     except ChildFailed as failure:
         raise SizeFailed(str(failure)) from None
     seconds = {"profile": time.perf_counter() - started}
@@ -227,7 +235,7 @@ def check_configs(module: Path, configs: list[Config], scratch: Path, settings: 
     a crash counts as inf."""
     try:
         result = run_child(_check_job(module, scratch, [str(c) for c in configs], settings, parts), scratch,
-                           settings.interpret, settings.config_timeout)
+                           settings.interpret, settings.config_timeout, standby=settings.standby_children)
     except ChildFailed as failure:
         raise SizeFailed(str(failure)) from None
     return {str(c): result.errors.get(str(c), float("inf")) for c in configs}

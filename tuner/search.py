@@ -204,7 +204,8 @@ class _RoundTimer:
         started = time.perf_counter()
         try:
             outcome = run_child(job, scratch, settings.interpret, settings.config_timeout,
-                                log if settings.verbose else None, settings.profiler.external, watch=self.watch)
+                                log if settings.verbose else None, settings.profiler.external, watch=self.watch,
+                                standby=settings.standby_children)
         except ChildFailed as failure:
             raise SearchFailed(str(failure)) from None
         self.seconds += time.perf_counter() - started

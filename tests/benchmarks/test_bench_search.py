@@ -4,15 +4,13 @@ exhaustive winner, and each search's winners land in a results file the benchmar
 from __future__ import annotations
 
 import csv
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import yaml
+from helpers import kill_once_timed
 
 from profiling.faults import ENV_VAR
 from prune.config import Config
@@ -50,13 +48,6 @@ def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorde
         assert str(winner) == row[f"{search} winner"]
 
 
-def _timed(checkpoint: Path) -> int:
-    try:
-        return len(json.loads(checkpoint.read_text())["rounds"][0]["times"])
-    except (OSError, ValueError, LookupError):
-        return 0
-
-
 def test_a_search_cut_short_resumes_from_its_run_dir(tmp_path):
     command = _command(tmp_path, "exhaustive", "--run_dir", "runs")
     checkpoint = tmp_path / "runs" / "323232" / "exhaustive" / "tune_gemm_work" / "checkpoints" / "323232.json"
@@ -64,12 +55,7 @@ def test_a_search_cut_short_resumes_from_its_run_dir(tmp_path):
     configs = [f"BM{m}_BN16_BK16_GM1_SK1_nW1_nS{s}" for m in (16, 32) for s in (1, 2, 3)]
     stuck = {**os.environ, "TRITON_INTERPRET": "1", ENV_VAR: f"{visiting_order(configs)[-1]}=hang"}
     bench = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=stuck)
-    deadline = time.monotonic() + 120
-    while _timed(checkpoint) < 2 and bench.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.kill(bench.pid, signal.SIGKILL)
-    bench.wait()
-    done = _timed(checkpoint)
+    done = kill_once_timed(bench, checkpoint, at_least=2)
     assert 2 <= done < 6, "the kill came too late to interrupt anything"
 
     rerun = subprocess.run(command, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300,

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
+from helpers import FAKE_MODULE_HEAD
 
 from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
-from profiling.runner import STOP_GRACE_SECONDS, run_child
+from profiling.runner import STOP_GRACE_SECONDS, ChildFailed, run_child
 
 # A stand-in for a generated module: same names, trivial "kernels", some of them deadly.
-FAKE_MODULE = textwrap.dedent('''
-    import os, time
-    import torch
-    INTERPRETED = True
-    PROBLEM = None
-
-    def make_operands(problem, device, seed=0, init_type="randn"):
-        return torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2)
+FAKE_MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
 
     def check_config(launcher, problem, device, seed=0):
         launcher(*make_operands(problem, device))
@@ -61,6 +57,10 @@ def test_crashing_and_hanging_configs_are_blamed_logged_and_the_rest_timed(tmp_p
     # each named in the log as its child ends, not only in the outcome at the end
     assert [line.split()[1].rstrip(":") for line in logged if line.startswith("failed ")] == [
         "BM32_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK16_GM1_SK1_nW1_nS1"]
+    # the child that ran to its end printed where its start-up went, in seconds since the runner launched it
+    timeline = re.search(r"child timeline \(s since launch\): imports ([\d.]+), module ([\d.]+), inputs ([\d.]+), "
+                         r"first config ([\d.]+), end ([\d.]+)", "\n".join(logged))
+    assert timeline and 0 < float(timeline[1]) <= float(timeline[5])
     assert set(outcome.failed) == {"BM32_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK16_GM1_SK1_nW1_nS1"}
     assert "exit 3" in outcome.failed["BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
     assert "hang" in outcome.failed["BM32_BN32_BK16_GM1_SK1_nW1_nS1"]
@@ -94,3 +94,11 @@ def test_a_stop_request_ends_a_child_stuck_in_a_config_without_blaming_the_confi
     assert time.monotonic() - started < STOP_GRACE_SECONDS + 50  # the grace and a start-up, not the config timeout
     assert outcome.failed == {} and outcome.restarts == 0
     assert set(summarize(load_timings(tmp_path / "t.csv"), warmup=1)["config"]) == {first}
+
+
+def test_a_child_that_fails_to_start_says_why_not_its_timeline(tmp_path):
+    job = _job(tmp_path, time_configs=["BM16_BN16_BK16_GM1_SK1_nW1_nS1"])
+    Path(job.module_path).write_text("raise ImportError('no such kernel family')\n")
+    with pytest.raises(ChildFailed) as failure:
+        run_child(job, tmp_path, interpret=True, config_timeout=30)
+    assert "no such kernel family" in str(failure.value) and "child timeline" not in str(failure.value)

@@ -9,6 +9,7 @@ import threading
 import time
 
 import pandas as pd
+from helpers import FAKE_MODULE_HEAD
 
 from profiling.backends import SEPARATOR_KERNEL, split_launches
 from profiling.job import ChildJob
@@ -91,14 +92,7 @@ def test_cupti_records_are_split_back_into_each_configs_launches():
 
 
 # A stand-in for a generated module: every launcher sleeps a little; the third config kills its process.
-BATCH_MODULE = textwrap.dedent('''
-    import os, time
-    import torch
-    INTERPRETED = True
-    PROBLEM = None
-
-    def make_operands(problem, device, seed=0, init_type="randn"):
-        return torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2)
+BATCH_MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
 
     def sleeper(a, b, c):
         time.sleep(0.01)

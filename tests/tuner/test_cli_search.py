@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import kill_once_timed
 
 from profiling.faults import ENV_VAR
 from tuner.cli import main
@@ -79,13 +77,6 @@ def test_quiet_halving_run_prints_a_line_per_stage(tmp_path, monkeypatch, capsys
     assert not (tmp_path / "tune_gemm_work").exists()  # the checkpoint went with the recorded size
 
 
-def _timed(checkpoint: Path) -> int:
-    try:
-        return len(json.loads(checkpoint.read_text())["rounds"][0]["times"])
-    except (OSError, ValueError, LookupError):
-        return 0
-
-
 def test_kill_9_in_the_middle_of_a_size_then_the_same_command_resumes(tmp_path, space):
     command = [sys.executable, str(ROOT / "tune_gemm.py"), *SIZE, "--interpret", "--space", str(space),
                "--iters", "3", "--warmup", "1", "--search", "exhaustive", "--quiet",
@@ -95,12 +86,7 @@ def test_kill_9_in_the_middle_of_a_size_then_the_same_command_resumes(tmp_path, 
     configs = [f"BM{m}_BN{n}_BK{k}_GM1_SK1_nW1_nS1" for m in (16, 32) for n in (16, 32) for k in (16, 32)]
     stuck = {**os.environ, ENV_VAR: f"{visiting_order(configs)[-1]}=hang"}
     tuner = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=stuck)
-    deadline = time.monotonic() + 120
-    while _timed(checkpoint) < 3 and tuner.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.kill(tuner.pid, signal.SIGKILL)
-    tuner.wait()
-    done = _timed(checkpoint)
+    done = kill_once_timed(tuner, checkpoint, at_least=3)
     assert 3 <= done < 8, "the kill came too late to interrupt anything"
 
     rerun = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)

@@ -1,0 +1,92 @@
+"""A timing child started ahead of its job, so that the next child's start-up overlaps the current child's work.
+
+Measured on the H100 machine (BENCHMARKS.md, sixth run), a timing child spends 6-8 s importing torch and the
+tuner and about 6 s more opening its first profiler session before it times anything: most of a refine round
+of 8 or 52 configs. So while one child runs, the runner starts the next one in standby
+(`python -m profiling.child --standby GO TIMER`): it imports, makes its GPU context and opens and closes one
+session of the timer, then waits for GO to name its job file. The runner's next child takes it over when its
+environment matches (same variables, same timer, no external profiler wrapping it), else stops it and starts
+a fresh one. One standby at most per tuner process; it is stopped at exit, and dies with the tuner (kill -9
+included) like any child.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiling.child_timeline import LAUNCHED_ENV
+
+
+@dataclass
+class StandbyChild:
+    process: subprocess.Popen
+    go_path: Path  # the runner writes the job file's path here to start it
+    output_path: Path  # the child's stdout and stderr
+    key: tuple  # what it was started for: environment and timer
+
+    def start(self, job_path: Path) -> None:
+        """Hand the child its job (written atomically: the child polls for the file)."""
+        temporary = self.go_path.with_name(self.go_path.name + ".tmp")
+        temporary.write_text(str(job_path))
+        os.replace(temporary, self.go_path)
+
+
+def standby_key(env: dict[str, str], timer: str) -> tuple:
+    return tuple(sorted((name, value) for name, value in env.items() if name != LAUNCHED_ENV)), timer
+
+
+class Standby:
+    """The tuner process's one child in standby."""
+
+    def __init__(self):
+        self._child: StandbyChild | None = None
+        self._directory: Path | None = None  # its files: not in a round's scratch folder, which may go first
+
+    def take(self, key: tuple) -> StandbyChild | None:
+        """The child in standby if it is alive and was started for `key`; else None (and it is stopped)."""
+        child, self._child = self._child, None
+        if child is not None and child.key == key and child.process.poll() is None:
+            return child
+        if child is not None:
+            _stop(child)
+        return None
+
+    def start(self, key: tuple, env: dict[str, str], root: Path, preexec_fn) -> None:
+        """Start a child in standby for `key` (env: its whole environment), unless one is already waiting."""
+        if self._child is not None and self._child.process.poll() is None:
+            return
+        if self._directory is None:
+            self._directory = Path(tempfile.mkdtemp(prefix="tune_gemm_standby_"))
+        name = f"standby_{uuid.uuid4().hex[:12]}"
+        go_path, output_path = self._directory / f"{name}.go", self._directory / f"{name}.stderr"
+        with open(output_path, "w") as output:
+            process = subprocess.Popen([sys.executable, "-m", "profiling.child", "--standby", str(go_path), key[1]],
+                                       cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                       preexec_fn=preexec_fn)
+        self._child = StandbyChild(process, go_path, output_path, key)
+
+    def stop(self) -> None:
+        """Stop the child in standby and remove the files of every child it started."""
+        child, self._child = self._child, None
+        if child is not None:
+            _stop(child)
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+
+def _stop(child: StandbyChild) -> None:
+    child.process.kill()
+    child.process.wait()
+
+
+STANDBY = Standby()
+atexit.register(STANDBY.stop)

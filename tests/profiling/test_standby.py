@@ -1,0 +1,86 @@
+"""profiling.standby: the next timing child is started while one runs, and the next run takes it over when it
+fits; on the CPU, with the interpreter and the host timer."""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+
+import pytest
+from helpers import FAKE_MODULE_HEAD
+
+from profiling.job import ChildJob
+from profiling.postprocess import load_timings, summarize
+from profiling.runner import PROJECT_ROOT, run_child
+from profiling.standby import STANDBY, Standby, standby_key
+
+MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
+
+    def fine(a, b, c):
+        return c.copy_(a @ b)
+
+    LAUNCHERS = {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": fine, "BM32_BN16_BK16_GM1_SK1_nW1_nS1": fine}
+''')
+NAMES = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
+
+
+@pytest.fixture(autouse=True)
+def no_standby_left():
+    yield
+    STANDBY.stop()
+
+
+def _run(tmp_path, round_name: str, env: dict | None = None) -> tuple[str, ChildJob]:
+    """One child run of both configs in its own folder; returns what it logged."""
+    folder = tmp_path / round_name
+    folder.mkdir()
+    (folder / "module.py").write_text(MODULE)
+    job = ChildJob(module_path=str(folder / "module.py"), timer="host", csv_path=str(folder / "t.csv"),
+                   progress_path=str(folder / "p.txt"), time_configs=NAMES, warmup=1, iters=2, env=env or {})
+    logged = []
+    outcome = run_child(job, folder, interpret=True, config_timeout=60, log=logged.append, standby=True)
+    assert outcome.failed == {}
+    table = summarize(load_timings(folder / "t.csv"), warmup=1)
+    assert sorted(table["config"]) == NAMES and (table["instances"] == 2).all()
+    return "\n".join(logged), job
+
+
+def _timeline(logged: str) -> str:
+    return re.search(r"child timeline \(s since launch\): (.*)", logged)[1]
+
+
+def test_the_next_run_takes_over_the_child_started_in_standby(tmp_path):
+    first, _ = _run(tmp_path, "round0")
+    assert _timeline(first).startswith("imports")  # started for its job
+    second, _ = _run(tmp_path, "round1")
+    # started ahead, it was ready (imports done) before its job came: it waited in standby
+    marks = dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(second)))
+    assert list(marks)[:3] == ["imports", "ready", "job"]
+    assert float(marks["ready"]) <= float(marks["job"]) <= float(marks["end"])
+
+
+def test_a_standby_started_for_another_environment_is_not_taken(tmp_path):
+    _run(tmp_path, "round0")
+    other, _ = _run(tmp_path, "round1", env={"TUNE_GEMM_TEST_MARK": "other"})
+    assert "ready" not in _timeline(other)  # a fresh child: the waiting one had the wrong environment
+
+
+def test_a_dead_standby_is_replaced(tmp_path):
+    _run(tmp_path, "round0")
+    STANDBY._child.process.kill()
+    STANDBY._child.process.wait()
+    again, _ = _run(tmp_path, "round1")
+    assert "ready" not in _timeline(again)
+
+
+def test_stop_ends_the_waiting_child_and_removes_its_files(tmp_path):
+    standby = Standby()
+    key = standby_key({}, "host")
+    standby.start(key, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"}, PROJECT_ROOT, None)
+    child = standby._child
+    assert child.process.poll() is None and child.output_path.parent.is_dir()
+    assert standby.take(standby_key({"X": "1"}, "host")) is None  # another key: stopped, not handed out
+    assert child.process.poll() is not None
+    standby.stop()
+    assert not child.output_path.parent.exists()
