@@ -222,7 +222,8 @@ def main() -> int:
             retimed = _retime(problem, device, settings, [run.outcome.winner for run in outcomes.values()],
                               args.retime_iters, Path(workdir))
             rows.append(_row(problem.label, configs, outcomes, retimed))
-            for search, outcome in ((search, run.outcome) for search, run in outcomes.items()):
+            for search, run in outcomes.items():
+                outcome = run.outcome
                 record(args.out.with_suffix(f".{search}.yaml"), ResultEntry(
                     problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us),
                     device.name, settings.profiler.name, outcome.matmul_time_us))
