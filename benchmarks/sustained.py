@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Self
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -117,7 +118,7 @@ class GpuSampler:
         self.command = ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
                         f"-lms={SAMPLE_MS}", f"--id={index}"]
 
-    def __enter__(self) -> GpuSampler:
+    def __enter__(self) -> Self:
         self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         return self
 
