@@ -6,8 +6,9 @@ or torch.matmul on dequantized inputs where those do not run; the bias added aft
 torch.compile(mode="max-autotune-no-cudagraphs") with Inductor's Triton templates only (Inductor tunes
 templates for mm, _scaled_mm and _int_mm, and fuses the bias); and the Triton matmul tutorial's eight stock
 configs on the same kernel family (the fastest of those that fit, as @triton.autotune over that list would
-pick; reporting/tutorial.py). All on the same inputs, every column timed with triton.testing.do_bench
-(median; it flushes L2 between runs), the better of two passes over the columns (timed_columns).
+pick; reporting/tutorial.py). All on the same inputs and the same timer: interleaved rounds, each running
+every column once with L2 flushed before it, the median kept (benchmarks/interleaved.py: every column meets
+the same clock and power state).
 
     python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv --png bench.png
     python benchmarks/bench_gemm.py tuned.yaml --tune ../shared/bench_sizes.yaml --png b.png -- --search halving
@@ -28,11 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import triton  # noqa: E402
 
 from gen import write_module  # noqa: E402
+from interleaved import interleaved_medians_us  # noqa: E402
 from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, SCALED_MM, baseline_for  # noqa: E402
 from reporting.files import write_text  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
@@ -84,24 +87,10 @@ def _do_bench_us(fn) -> float:
     return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median") * 1e3
 
 
-PASSES = 2
-
-
-def timed_columns(calls: dict) -> dict[str, float]:
-    """Each call's do_bench median (µs), the better of PASSES passes over the columns, every other pass in reverse
-    order. A passing disturbance on the host lands on one pass, not on one column's only figure: in the sixth
-    run, the first column timed after an entry's max-autotune compile cost the host twice its usual time."""
-    times = {name: math.inf for name in calls}
-    order = list(calls)
-    for number in range(PASSES):
-        for name in (order if number % 2 == 0 else order[::-1]):
-            times[name] = min(times[name], _do_bench_us(calls[name]))
-    return times
-
-
-def best_tutorial(module, problem: GemmProblem, operands) -> tuple[float, str]:
-    """Median microseconds of the fastest tutorial config, and its name; (inf, "") when none fits this GPU."""
-    best = (math.inf, "")
+def best_tutorial(module, problem: GemmProblem, operands) -> tuple:
+    """(a call of the fastest tutorial config on the entry's inputs, its name), picked by do_bench as
+    @triton.autotune over that list would pick; (None, "") when none fits this GPU."""
+    best = (math.inf, None, "")
     for config in TUTORIAL_CONFIGS:
         launcher = module.LAUNCHERS[str(config)]
         try:
@@ -110,8 +99,11 @@ def best_tutorial(module, problem: GemmProblem, operands) -> tuple[float, str]:
             continue
         if error > problem.dtype_a.tolerance:
             raise SystemExit(f"{problem.label} tutorial config {config}: relative error {error:.2e}")
-        best = min(best, (_do_bench_us(functools.partial(launcher, *operands)), str(config)))
-    return best
+        call = functools.partial(launcher, *operands)
+        us = _do_bench_us(call)
+        if us < best[0]:
+            best = (us, call, str(config))
+    return best[1], best[2]
 
 
 @dataclass
@@ -170,8 +162,9 @@ def compiled_peer(function, arguments: tuple):
 def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
     """Every column's median microseconds for one size (see the module docstring)."""
     entry = entry_columns(problem, config, workdir)
-    times = {name: math.inf for name in PEERS} | timed_columns(entry.calls)
-    times["triton tutorial"], tutorial = best_tutorial(entry.module, problem, entry.operands)
+    tutorial_call, tutorial = best_tutorial(entry.module, problem, entry.operands)
+    calls = entry.calls | ({"triton tutorial": tutorial_call} if tutorial_call else {})
+    times = {name: math.inf for name in (*PEERS, "triton tutorial")} | interleaved_medians_us(calls)
     return Measured(times, tutorial, entry.baseline, entry.failures)
 
 

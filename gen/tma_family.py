@@ -40,11 +40,53 @@ def store_output_tile(c, tile, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA: 
 
 
 @triton.jit
+def tile_epilogue(c, acc, tile_id, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                  stride_cn, stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    """Scale, add the bias to and store the finished accumulator of output tile `tile_id`."""
+    pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+    off_m = pid_m * BLOCK_SIZE_M
+    off_n = pid_n * BLOCK_SIZE_N
+    acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
+    acc = add_row_bias(acc, bias_ptr, off_m + tl.arange(0, BLOCK_SIZE_M), M, stride_bias, HAS_BIAS)
+    if EPILOGUE_SUBTILE:
+        # two stores of half the tile: half the shared memory for the output (the descriptor's staging
+        # buffer, or the layout conversion before a pointer store), more for the pipeline
+        halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        store_output_tile(c, left, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
+        store_output_tile(c, right, off_m, off_n + BLOCK_SIZE_N // 2, M, N, stride_cm, stride_cn, C_TMA)
+    else:
+        store_output_tile(c, acc, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
+
+
+@triton.jit
+def k_range_product(a_desc, b_desc, acc, off_m, off_n, k_first, k_last, BLOCK_SIZE_K: tl.constexpr,
+                    A_COL: tl.constexpr, B_COL: tl.constexpr):
+    """acc + the product of A's rows off_m.. and B's columns off_n.. over the K tiles k_first..k_last-1."""
+    for k_tile in range(k_first, k_last):
+        off_k = k_tile * BLOCK_SIZE_K
+        a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
+        b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
+        acc = dot_accumulate(a, b, acc)
+    return acc
+
+
+@triton.jit
+def stream_k_tiles_of(tiles, programs):
+    """How many of the last output tiles the stream-K part shares out by K iterations: the partial last wave and
+    one full wave before it, so that every program's share is at least one tile's K loop and each tile is split
+    between two programs at most. 0 when the tiles fill whole waves, or less than one."""
+    return 0 if tiles <= programs or tiles % programs == 0 else tiles % programs + programs
+
+
+@triton.jit
 def tma_persistent_tile(
-    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_cm, stride_cn, stride_bias,
-    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, K, stride_cm, stride_cn,
+    stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr, HAS_BIAS: tl.constexpr,
     HAS_SCALES: tl.constexpr,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
@@ -53,43 +95,85 @@ def tma_persistent_tile(
     and transposed back in registers. Reads past the edges return zeros, so the K loop needs no mask.
     C is a descriptor when C_TMA, else a pointer with strides stride_cm, stride_cn (see store_output_tile).
     fp8 inputs (HAS_SCALES) accumulate in fp32 and are scaled before the bias; int8 inputs accumulate
-    in int32, exactly, into an int32 C."""
+    in int32, exactly, into an int32 C.
+
+    STREAM_K: the tiles that would leave a last wave partly idle are shared out by K iterations instead
+    (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise."""
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     acc_dtype = tl.int32 if a_desc.dtype == tl.int8 else tl.float32
+    whole_tiles = num_pid_m * num_pid_n
+    if STREAM_K:
+        whole_tiles -= stream_k_tiles_of(whole_tiles, programs)
     # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
     # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
     tile_id_c = start - programs
-    for tile_id in tl.range(start, num_pid_m * num_pid_n, programs, flatten=not WARP_SPECIALIZE,
+    for tile_id in tl.range(start, whole_tiles, programs, flatten=not WARP_SPECIALIZE,
                             warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
-        off_m = pid_m * BLOCK_SIZE_M
-        off_n = pid_n * BLOCK_SIZE_N
         acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
-        for k_tile in range(k_tiles):
-            off_k = k_tile * BLOCK_SIZE_K
-            a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
-            b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
-            acc = dot_accumulate(a, b, acc)
-
+        acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, 0, k_tiles,
+                              BLOCK_SIZE_K, A_COL, B_COL)
         tile_id_c += programs
-        pid_m, pid_n = grouped_tile(tile_id_c, num_pid_m, num_pid_n, GROUP_SIZE_M)
-        off_m = pid_m * BLOCK_SIZE_M
-        off_n = pid_n * BLOCK_SIZE_N
-        acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
-        acc = add_row_bias(acc, bias_ptr, off_m + tl.arange(0, BLOCK_SIZE_M), M, stride_bias, HAS_BIAS)
-        if EPILOGUE_SUBTILE:
-            # two stores of half the tile: half the shared memory for the output (the descriptor's staging
-            # buffer, or the layout conversion before a pointer store), more for the pipeline
-            halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            store_output_tile(c, left, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
-            store_output_tile(c, right, off_m, off_n + BLOCK_SIZE_N // 2, M, N, stride_cm, stride_cn, C_TMA)
+        tile_epilogue(c, acc, tile_id_c, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                      stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA, EPILOGUE_SUBTILE,
+                      HAS_BIAS, HAS_SCALES)
+    if STREAM_K:
+        stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
+                      stride_cn, stride_bias, whole_tiles, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M,
+                      BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
+                      HAS_SCALES)
+
+
+@triton.jit
+def stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
+                  stride_cn, stride_bias, first_tile, num_pid_m, num_pid_n, k_tiles, acc_dtype: tl.constexpr,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
+                  EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    """Tiles first_tile.. as one run of (tile, K tile) iterations, cut into equal consecutive shares, one per program.
+
+    A share starts and ends anywhere in a tile, so a tile may be split between two programs (never more:
+    stream_k_tiles_of makes every share at least one tile long): the end of one program's share holds its
+    first K tiles, the start of the next program's share its last ones. Both store their partial sums in
+    their own workspace slot, then count themselves in on the tile's arrival counter; whichever comes
+    second adds the other's slot to its own and finishes the tile. Nobody waits for anybody, so this holds
+    in any order the programs run (the interpreter runs them one after another)."""
+    start = tl.program_id(axis=0)
+    programs = tl.num_programs(axis=0)
+    iterations = (num_pid_m * num_pid_n - first_tile) * k_tiles
+    # the products overflow 32 bits for K past a few million; the shares' ends do not
+    share_first = (start.to(tl.int64) * iterations // programs).to(tl.int32)
+    share_end = ((start.to(tl.int64) + 1) * iterations // programs).to(tl.int32)
+    rows = tl.arange(0, BLOCK_SIZE_M)[:, None] * BLOCK_SIZE_N
+    cols = tl.arange(0, BLOCK_SIZE_N)[None, :]
+    slot_size = BLOCK_SIZE_M * BLOCK_SIZE_N
+    for tile in range(share_first // k_tiles, tl.cdiv(share_end, k_tiles)):
+        k_first = max(share_first - tile * k_tiles, 0)
+        k_last = min(share_end - tile * k_tiles, k_tiles)
+        pid_m, pid_n = grouped_tile(first_tile + tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
+        acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, k_first, k_last,
+                              BLOCK_SIZE_K, A_COL, B_COL)
+        if (k_first != 0) | (k_last != k_tiles):
+            # program p's slots: 2p for the tile its share starts in the middle of (that tile's last K tiles),
+            # 2p + 1 for the one it ends in the middle of (that tile's first K tiles)
+            mine = 2 * start + (k_first == 0).to(tl.int32)
+            theirs = tl.where(k_first == 0, 2 * start + 2, 2 * start - 1)
+            tl.store(workspace + mine * slot_size + rows + cols, acc)
+            tl.debug_barrier()  # every thread's part of the slot is written before the count releases it
+            finish = tl.atomic_add(arrivals + tile, 1, sem="acq_rel", scope="gpu") == 1
+            if finish:
+                acc += tl.load(workspace + theirs * slot_size + rows + cols, cache_modifier=".cg")
         else:
-            store_output_tile(c, acc, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
+            finish = k_last == k_tiles  # true: the whole tile is in this share
+        if finish:
+            tile_epilogue(c, acc, first_tile + tile, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
+                          stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA,
+                          EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
 
 
 @functools.lru_cache
@@ -140,6 +224,24 @@ def is_column_major(matrix) -> bool:
     return matrix.stride(0) == 1 and matrix.stride(1) != 1
 
 
+@dataclass(frozen=True)
+class TmaVariant:
+    """The family's knobs that the host side of a launch depends on (the kernel binds them as constants)."""
+
+    epilogue_subtile: bool = False
+    stream_k: bool = False
+
+
+def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
+    """(workspace, arrivals) of a stream-K launch (tma_persistent_tile): two partial-tile slots per program, in the
+    accumulator's type, and a zeroed arrival counter per tile the stream-K part may share out (fewer than two
+    waves of them)."""
+    accumulator = torch.int32 if a.dtype == torch.int8 else torch.float32
+    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N), dtype=accumulator,
+                            device=device)
+    return workspace, torch.zeros(2 * programs, dtype=torch.int32, device=device)
+
+
 def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
     return [config.BLOCK_SIZE_M, config.BLOCK_SIZE_N // 2 if epilogue_subtile else config.BLOCK_SIZE_N]
 
@@ -175,7 +277,7 @@ def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArg
                         c_arg, stride_cm, stride_cn, a_col, b_col, c_tma)
 
 
-def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias=None, scale_a=None, scale_b=None):
+def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=None, scale_a=None, scale_b=None):
     """C = scale_a scale_b A @ B (+ bias[m] on row m) with one persistent TMA config. A: (M, K), B: (K, N),
     C: (M, N), any strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither.
 
@@ -184,9 +286,12 @@ def launch_tma(kernel, config: TileConfig, epilogue_subtile: bool, a, b, c, bias
     to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097."""
     M, K = a.shape
     N = b.shape[1]
-    args = tma_arguments(config, epilogue_subtile, a, b, c)
-    kernel[_programs(config, M, N, c.device)](
-        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, M, N, K, args.stride_cm, args.stride_cn,
+    args = tma_arguments(config, variant.epilogue_subtile, a, b, c)
+    grid = _programs(config, M, N, c.device)
+    workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
+    kernel[grid](
+        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, M, N, K, args.stride_cm,
+        args.stride_cn,
         bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
@@ -200,7 +305,7 @@ def _mock_descriptor(dtype, rows: int, cols: int, block: list):
     return TensorDescriptor(triton.runtime.jit.MockTensor(dtype), [rows, cols], strides, block)
 
 
-def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, problem) -> dict:
+def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem) -> dict:
     """compile_config for the TMA family: compile the specialization launch_tma will use for this problem's
     layouts and dtypes (C contiguous, as the tuner allocates it), without launching."""
     if INTERPRETED:
@@ -214,13 +319,16 @@ def compile_tma_config(kernel, config: TileConfig, epilogue_subtile: bool, probl
         problem.dtype_b, K, N, [bk, bn])
     c_tma = N * problem.dtype_c.itemsize % TMA_ALIGNMENT_BYTES == 0  # a contiguous C's rows, as _tma_readable sees them
     if c_tma:
-        c_arg, c_strides = _mock_descriptor(problem.dtype_c, M, N, output_block(config, epilogue_subtile)), (None, None)
+        c_arg, c_strides = (_mock_descriptor(problem.dtype_c, M, N, output_block(config, variant.epilogue_subtile)),
+                            (None, None))
     else:  # a contiguous C's real strides: Triton specializes on them (divisibility by 16, a stride of 1)
         c_arg, c_strides = mock(problem.dtype_c), (N, 1)
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
+    scratch = (mock(torch.int32 if problem.dtype_a == torch.int8 else torch.float32), mock(torch.int32)) if (
+        variant.stream_k) else (None, None)
     return loaded_resources(kernel.warmup(
-        a_desc, b_desc, c_arg, bias, *scales, M, N, K, *c_strides, 1 if problem.bias else 0,
+        a_desc, b_desc, c_arg, bias, *scales, *scratch, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
     ))

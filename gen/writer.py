@@ -75,14 +75,14 @@ _TMA_KERNEL = Template('''
 
 # ---- $config_name ------------------------------------------------------------
 @triton.jit
-def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_cm, stride_cn, stride_bias,
-            A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr,
-            HAS_SCALES: tl.constexpr):
-    tma_persistent_tile(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_cm, stride_cn,
-                        stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N,
+def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, K, stride_cm,
+            stride_cn, stride_bias, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
+            HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    tma_persistent_tile(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, K,
+                        stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N,
                         BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M, A_COL=A_COL, B_COL=B_COL,
                         C_TMA=C_TMA, WARP_SPECIALIZE=$WARP_SPECIALIZE, EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE,
-                        HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES)
+                        STREAM_K=$STREAM_K, HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES)
 ''')
 
 _TMA_LAUNCHER = Template('''
@@ -90,14 +90,15 @@ _TMA_LAUNCHER = Template('''
 CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
                                  GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=1, num_warps=$num_warps,
                                  num_stages=$num_stages)
+VARIANT_$config_name = TmaVariant(epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K)
 
 
 def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
-    return launch_tma($kernel, CONFIG_$config_name, $epilogue_subtile, a, b, c, bias, scale_a, scale_b)
+    return launch_tma($kernel, CONFIG_$config_name, VARIANT_$config_name, a, b, c, bias, scale_a, scale_b)
 
 
 def $compiler():
-    return compile_tma_config($kernel, CONFIG_$config_name, $epilogue_subtile, PROBLEM)
+    return compile_tma_config($kernel, CONFIG_$config_name, VARIANT_$config_name, PROBLEM)
 ''')
 
 _FOOTER = Template('''
@@ -159,7 +160,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.SPLIT_K > 1 else "None",
             **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS}},
-            options=_options(config), epilogue_subtile=bool(config.EPILOGUE_SUBTILE),
+            options=_options(config),
         )
         if config.PERSISTENT_TMA:
             parts += [_TMA_KERNEL.substitute(names), _TMA_LAUNCHER.substitute(names)]

@@ -29,12 +29,13 @@ _TOKENS: dict[str, str] = {
     "PERSISTENT_TMA": "TMA",
     "WARP_SPECIALIZE": "WS",
     "EPILOGUE_SUBTILE": "ES",
+    "STREAM_K": "STK",
     # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
     "schedule_hint": "sched",
 }
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
-HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE")
+HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
 _FIELD_OF_TOKEN = {token: field for field, token in _TOKENS.items()}
 _TOKEN_RE = re.compile(r"^([A-Za-z]+?)(\d+)$")
 _HINT_TOKEN_RE = re.compile(r"(?:^|_)sched([A-Z0-9_]*)$")  # as printed: upper case
@@ -99,6 +100,7 @@ class Config:
     PERSISTENT_TMA: int = 0  # 1: persistent grid (one program per SM) loading tiles through TMA descriptors
     WARP_SPECIALIZE: int = 0  # 1: producer/consumer warps in the persistent loop (needs PERSISTENT_TMA)
     EPILOGUE_SUBTILE: int = 0  # 1: store the output tile in two halves, halving its shared memory
+    STREAM_K: int = 0  # 1: the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA)
     schedule_hint: str | None = None  # AMD: instruction scheduling variant of the K loop, e.g. "none"
 
     def __post_init__(self) -> None:

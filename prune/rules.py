@@ -166,6 +166,21 @@ def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceP
     return not (config.WARP_SPECIALIZE and config.num_warps == 4 and not c_stored_by_descriptor(problem))
 
 
+STREAM_K_LEAST_IDLE = 0.01  # share of the last wave's SM time left idle below which stream-K is not tried
+
+
+def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Stream-K shares out the tiles of a partly idle last wave (gen.tma_family.stream_k_part): it exists only
+    # where the tiles overrun a whole number of waves of one program per SM, by enough to matter, and where a
+    # tile's K loop has at least two iterations to split.
+    if not config.STREAM_K:
+        return True
+    tiles = output_tiles(problem, config)
+    waves = cdiv(tiles, device.sm_count)
+    idle = (waves * device.sm_count - tiles) / (waves * device.sm_count)
+    return tiles > device.sm_count and idle >= STREAM_K_LEAST_IDLE and k_iterations(problem, config) >= 2
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -186,7 +201,7 @@ RULES: tuple[Rule, ...] = (
     Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop),
 )
 
-# Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE). They run after
+# Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE, STREAM_K). They run after
 # RULES, which never look at those knobs: pruning checks RULES once per tile config and these once per family.
 FAMILY_RULES: tuple[Rule, ...] = (
     Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
@@ -195,6 +210,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("epilogue_subtile", "EPILOGUE_SUBTILE only with BLOCK_N >= 128", _epilogue_subtile),
     Rule("tma_shared_memory", "TMA family: pipeline stages plus the output tile fit in shared memory",
          _tma_shared_memory),
+    Rule("stream_k", "STREAM_K only where the tiles overrun whole waves of one per SM, the last wave >= 1% idle, "
+         "and K takes >= 2 iterations", _stream_k),
     Rule("warp_specialize_warps", "WARP_SPECIALIZE with 4 warps only where C is stored through a descriptor "
          "(its rows 16-byte aligned)", _warp_specialize_warps),
 )

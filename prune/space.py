@@ -25,6 +25,7 @@ class RangeSpace:
     persistent_tma: tuple[int, ...] = (0,)
     warp_specialize: tuple[int, ...] = (0,)
     epilogue_subtile: tuple[int, ...] = (0,)
+    stream_k: tuple[int, ...] = (0,)
     schedule_hint: tuple[str | None, ...] = (None,)  # AMD-only, as the knobs above
 
     def _ranges(self) -> dict[str, tuple]:
@@ -32,9 +33,10 @@ class RangeSpace:
         return {_CONFIG_FIELD[f.name]: getattr(self, f.name) for f in fields(self) if f.name not in _FAMILY_FIELDS}
 
     def families(self) -> list[dict[str, int]]:
-        """Kernel-family knob settings: WARP_SPECIALIZE and EPILOGUE_SUBTILE exist only with PERSISTENT_TMA."""
-        return [dict(zip(HOPPER_KNOBS, (tma, ws, es))) for tma, ws, es in itertools.product(
-            self.persistent_tma, self.warp_specialize, self.epilogue_subtile) if tma or (ws == 0 and es == 0)]
+        """Kernel-family knob settings: the knobs after PERSISTENT_TMA exist only with it."""
+        return [dict(zip(HOPPER_KNOBS, values)) for values in itertools.product(
+            self.persistent_tma, self.warp_specialize, self.epilogue_subtile, self.stream_k)
+            if values[0] or not any(values[1:])]
 
     def tile_configs(self) -> list[Config]:
         """Every combination of the other fields, with the family knobs off."""
@@ -51,13 +53,15 @@ class RangeSpace:
         return size
 
 
-_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile")
+_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stream_k")
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
+# STREAM_K stays out of it: measured on the H100 it lost to its twin without on every shape tried (BENCHMARKS.md,
+# seventh run); a space file can still ask for it.
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it.
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
 AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
-                    warp_specialize=(0,), epilogue_subtile=(0,), schedule_hint=("none",))
+                    warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -68,7 +72,8 @@ _SPACE_KEYS = {
     "BLOCK_SIZE_M": "block_m", "BLOCK_SIZE_N": "block_n", "BLOCK_SIZE_K": "block_k", "GROUP_SIZE_M": "group_m",
     "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "waves_per_eu": "waves_per_eu",
     "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack", "PERSISTENT_TMA": "persistent_tma",
-    "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile", "schedule_hint": "schedule_hint",
+    "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile", "STREAM_K": "stream_k",
+    "schedule_hint": "schedule_hint",
 }
 _CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
 
@@ -100,7 +105,7 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
         values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))
     space = replace(base, **values)
     if 1 not in space.persistent_tma:  # the knobs that exist only with TMA go with it
-        space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,))
+        space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,))
     return space
 
 

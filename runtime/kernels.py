@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import gen.matmul_family as family
 from gen import tma_family
-from prune.config import Config
+from prune.config import HOPPER_KNOBS, Config
 
 INTERPRETED: bool = family.INTERPRETED
 
@@ -64,10 +64,10 @@ def launcher_for(config: Config) -> Launcher:
                              SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
                              options=tuple(config.amd_knobs.items()))
     if config.PERSISTENT_TMA:
-        kernel = _Bound(tma_family.tma_persistent_tile, {
-            **_tile_constants(config), "WARP_SPECIALIZE": bool(config.WARP_SPECIALIZE),
-            "EPILOGUE_SUBTILE": bool(config.EPILOGUE_SUBTILE)})
-        return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, bool(config.EPILOGUE_SUBTILE)))
+        knobs = {knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS if knob != "PERSISTENT_TMA"}
+        kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
+        variant = tma_family.TmaVariant(epilogue_subtile=knobs["EPILOGUE_SUBTILE"], stream_k=knobs["STREAM_K"])
+        return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, variant))
     kernel = _Bound(family.matmul_tile, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})
     reduce_kernel = None
     if config.SPLIT_K > 1:

@@ -108,19 +108,3 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
     assert bench.geometric_mean([2.0, 0.5]) == "1.000"
     assert bench.geometric_mean([2.0, "", 2.0]) == "2.000 (over 2 of 3 entries)"
     assert bench.geometric_mean(["", ""]) == "n/a"
-
-
-def test_each_column_keeps_its_better_pass_and_the_second_pass_runs_backwards(monkeypatch):
-    bench_gemm = _bench()
-    measured = []
-    scripted = {"a": [9.0, 5.0], "b": [4.0, 6.0], "c": [7.0, 7.0]}  # microseconds per pass
-
-    def fake_do_bench(fn):
-        name = fn()
-        measured.append(name)
-        return scripted[name][measured.count(name) - 1]
-
-    monkeypatch.setattr(bench_gemm, "_do_bench_us", fake_do_bench)
-    times = bench_gemm.timed_columns({name: (lambda name=name: name) for name in scripted})
-    assert measured == ["a", "b", "c", "c", "b", "a"]
-    assert times == {"a": 5.0, "b": 4.0, "c": 7.0}

@@ -123,9 +123,9 @@ def test_c_is_stored_in_place_through_its_descriptor_or_through_pointers(tmp_pat
         c_arg = args[2]
         if through_descriptor:
             assert isinstance(c_arg, module.TensorDescriptor) and c_arg.base is c, config
-            assert args[9:11] == (None, None)  # no strides: they stay out of the specialization
+            assert args[11:13] == (None, None)  # no strides: they stay out of the specialization
         else:
-            assert c_arg is c and args[9:11] == c.stride(), config  # C itself: no copy in or out
+            assert c_arg is c and args[11:13] == c.stride(), config  # C itself: no copy in or out
 
 
 SENTINEL = 7.0  # a finite value the kernels never write where it is checked
@@ -219,3 +219,70 @@ def test_int8_accumulates_exactly_in_int32(tmp_path, interpreter_env):
         launcher(a, b, c)
         assert c.dtype == torch.int32
         assert bool((c[0] == 127 * 127 * 2048 - 127).all()) and bool((c[1:] == 127 * 127 * 2048).all())
+
+
+# Stream-K under the interpreter's 3 persistent programs: sizes whose tile count is more than 3 and not a multiple
+# of 3, so that the last tiles are shared out by K iterations and some are split between two programs.
+STREAM_K_CONFIGS = [
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=1),
+    Config(64, 128, 32, 4, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, STREAM_K=1),
+    Config(64, 64, 32, 2, 1, 4, 2, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, STREAM_K=1),
+]
+
+
+def _arrivals_spy(monkeypatch, module) -> list:
+    """Records the arrival counters of every stream-K launch (read after the launch: what the programs counted)."""
+    counters = []
+    scratch = module.stream_k_scratch
+
+    def spy(*args):
+        workspace, arrivals = scratch(*args)
+        workspace.fill_(float("nan") if workspace.is_floating_point() else 2**30)  # a slot read unwritten shows in C
+        counters.append(arrivals)
+        return workspace, arrivals
+    monkeypatch.setattr(module, "stream_k_scratch", spy)
+    return counters
+
+
+# (M, N, K): 64x64 tiles / 64x128 tiles, K tiles of 32
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (70, 260, 200, False, False),  # 10 / 6 tiles, 7 K tiles
+    (200, 70, 97, True, False),  # 8 / 4 tiles, 4 K tiles (the last one cut)
+    (67, 129, 33, False, True),  # 6 / 4 tiles, 2 K tiles
+    (257, 190, 64, True, True),  # 15 / 10 tiles, 2 K tiles
+])
+def test_stream_k_matches_float64_with_tiles_split_between_programs(tmp_path, interpreter_env, monkeypatch, dtype, M,
+                                                                    N, K, col_a, col_b):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), STREAM_K_CONFIGS, tmp_path))
+    counters = _arrivals_spy(monkeypatch, module)
+    split = 0
+    for config in STREAM_K_CONFIGS:
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
+        assert error <= module.PROBLEM.tolerance, (str(config), error)
+        counted = counters[-1]
+        assert set(counted.tolist()) <= {0, 2}, (str(config), counted)  # a split tile: exactly its two halves
+        split += int((counted == 2).sum())
+    assert split > 0  # these sizes do split tiles: the partial-sum path ran
+
+
+def test_stream_k_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch):
+    from dataclasses import replace
+
+    configs = [Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=1)]
+    for dtype, dtype_c in [("fp16", "fp16"), ("fp8", "fp32"), ("int8", "int32")]:
+        p = replace(problem(200, 200, 300, dtype, dtype_c=dtype_c), bias=dtype != "int8")  # 16 tiles, 3 K tiles
+        module = load_module(write_module(p, configs, tmp_path))
+        counters = _arrivals_spy(monkeypatch, module)
+        error = module.check_config(module.LAUNCHERS[str(configs[0])], module.PROBLEM, "cpu", seed=6)
+        assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
+        assert int((counters[-1] == 2).sum()) > 0
+
+
+def test_tiles_filling_whole_waves_are_not_shared_out(tmp_path, interpreter_env, monkeypatch):
+    # 6 tiles on 3 programs: no stream-K part, so no counter moves; the config still computes C
+    module = load_module(write_module(problem(128, 192, 96), STREAM_K_CONFIGS[:1], tmp_path))
+    counters = _arrivals_spy(monkeypatch, module)
+    assert module.check_config(module.LAUNCHERS[str(STREAM_K_CONFIGS[0])], module.PROBLEM, "cpu", seed=1) <= (
+        module.PROBLEM.tolerance)
+    assert int(counters[-1].sum()) == 0

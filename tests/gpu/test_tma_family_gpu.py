@@ -25,6 +25,10 @@ CONFIGS = [
     Config(128, 128, 64, 8, 1, 4, 4, PERSISTENT_TMA=1),
     Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
     Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1),
+    # stream-K shares out the last tiles where they overrun whole waves: at 4095x4097 and 4096x4097 (544 tiles of
+    # 128x256 on 132 SMs); elsewhere here it runs as its twin without
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, STREAM_K=1),
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, STREAM_K=1),
 ]
 # 8-bit inputs: K tiles of 128 (prune rule tma_tile); all three fit shared memory with an int32 output tile.
 CONFIGS_8BIT = [

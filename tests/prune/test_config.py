@@ -11,7 +11,7 @@ from prune.config import AMD_KNOBS, KERNEL_PREFIX, Config, ConfigNameError, mini
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
-          "schedule_hint")
+          "STREAM_K", "schedule_hint")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive)
@@ -68,11 +68,17 @@ def test_parse_rocm_size_prefix_round_trip(config, M, N, K):
     Config(256, 256, 256, 32, 16, 8, 5),
     Config(128, 64, 32, 8, 4, 4, 3),
     Config(32, 256, 64, 16, 1, 2, 4),
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, STREAM_K=1),
 ])
 def test_round_trip_examples(config):
     text = str(config)
     assert Config.parse(text) == config
     assert str(Config.parse(text)) == text
+
+
+def test_hopper_knobs_print_only_when_on():
+    assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, STREAM_K=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_STK1"
+    assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"
 
 
 def test_parse_rocm_style_name():

@@ -137,7 +137,7 @@ def test_rules_by_name_matches_rules():
         "large_gemm", "num_stages",
     ]
     assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "tma_tile", "epilogue_subtile", "tma_shared_memory",
-                                             "warp_specialize_warps"]
+                                             "stream_k", "warp_specialize_warps"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -180,6 +180,22 @@ def test_warp_specialization_with_4_warps_only_with_a_descriptor_stored_c(size, 
     assert RULES_BY_NAME["warp_specialize_warps"].keep(problem(*size), config, IP) is kept
 
 
+STK = {"PERSISTENT_TMA": 1, "STREAM_K": 1}
+
+
+@pytest.mark.parametrize("size, block, kept", [
+    ((4096, 4096, 4096), (128, 256), True),  # 512 tiles on 132 SMs: 4 waves, the last 12% idle
+    ((8448, 512, 4096), (128, 256), False),  # 264 tiles: exactly 2 waves, nothing to share out
+    ((1024, 1024, 1024), (128, 256), False),  # 32 tiles: less than one wave (split-K's ground)
+    ((8192, 8192, 8192), (64, 64), False),  # 16384 tiles: 125 waves, the last one's idle SMs are 0.7% of the time
+    ((4096, 4096, 64), (128, 256), False),  # one K iteration per tile: nothing to split
+])
+def test_stream_k_only_where_a_last_wave_is_partly_idle(size, block, kept):
+    config = Config(*block, 64, **STK)
+    assert RULES_BY_NAME["stream_k"].keep(problem(*size), config, IP) is kept
+    assert RULES_BY_NAME["stream_k"].keep(problem(*size), replace(config, STREAM_K=0), IP)
+
+
 @pytest.mark.parametrize("dtype,dtype_c,block_k,kept", [
     ("bf16", "bf16", 64, True),
     ("fp32", "fp32", 64, False),  # not checked on a GPU yet
@@ -215,13 +231,13 @@ def test_prune_by_tile_equals_checking_every_config():
     # prune() checks RULES once per tile config; the result must equal checking each config of the space
     space = RangeSpace(block_m=(32, 64, 128), block_n=(64, 256), block_k=(32, 64), group_m=(1, 8), split_k=(1, 2),
                        num_warps=(4, 8), num_stages=(1, 4), persistent_tma=(0, 1), warp_specialize=(0, 1),
-                       epilogue_subtile=(0, 1))
+                       epilogue_subtile=(0, 1), stream_k=(0, 1))
     rules = RULES + FAMILY_RULES
     kept = [c for c in space.configs() if all(rule.keep(BIG, c, IP) for rule in rules)]
     result = prune(BIG, IP, space)
     assert sorted(result.configs) == sorted(kept)
     assert any(c.PERSISTENT_TMA for c in kept) and any(not c.PERSISTENT_TMA for c in kept)
-    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space) == 2 ** 6 * 3 * 5
+    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space) == 2 ** 6 * 3 * 9
 
 
 # Same problem and config, two devices, two answers: the limit is the device's, not a constant.
@@ -310,7 +326,7 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 5 kernel-family variants per tile config: plain, TMA, TMA+WS, TMA+ES, TMA+WS+ES
+    # 5 kernel-family variants per tile config: plain, TMA, TMA+WS, TMA+ES, TMA+WS+ES (STREAM_K is opt-in)
     assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 5
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import yaml
 
@@ -19,6 +21,7 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
+    assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
 
 
 def test_full_space_bounds():
@@ -34,9 +37,15 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 62_500
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5)
-    # plain, TMA, TMA+ES, TMA+WS, TMA+WS+ES: the other two knobs exist only with TMA
-    assert [tuple(f.values()) for f in FULL_SPACE.families()] == [(0, 0, 0), (1, 0, 0), (1, 0, 1), (1, 1, 0), (1, 1, 1)]
+    # plain, TMA, TMA+ES, TMA+WS, TMA+WS+ES: the other knobs exist only with TMA
+    assert [tuple(f.values()) for f in FULL_SPACE.families()] == [
+        (0, 0, 0, 0), (1, 0, 0, 0), (1, 0, 1, 0), (1, 1, 0, 0), (1, 1, 1, 0)]
     assert len(FULL_SPACE) == 5 * 62_500
+    # a space that asks for stream-K: plain, and TMA with each subset of WS, ES and STK
+    with_stream_k = replace(FULL_SPACE, stream_k=(0, 1))
+    assert [tuple(f.values()) for f in with_stream_k.families()] == [
+        (0, 0, 0, 0), (1, 0, 0, 0), (1, 0, 0, 1), (1, 0, 1, 0), (1, 0, 1, 1), (1, 1, 0, 0), (1, 1, 0, 1), (1, 1, 1, 0),
+        (1, 1, 1, 1)]
 
 
 def test_configs_expand_each_tile_by_family():
@@ -95,8 +104,10 @@ def test_space_from_small_space_yaml(small_space):
 
 def test_mapping_without_tma_drops_its_knobs():
     space = space_from_mapping({"PERSISTENT_TMA": [0]}, "x")
-    assert space.families() == [{"PERSISTENT_TMA": 0, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 0}]
+    assert space.families() == [{"PERSISTENT_TMA": 0, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 0, "STREAM_K": 0}]
     assert space_from_mapping({"WARP_SPECIALIZE": 0}, "x").warp_specialize == (0,)
+    assert space_from_mapping({"PERSISTENT_TMA": [0], "STREAM_K": [0, 1]}, "x").stream_k == (0,)
+    assert space_from_mapping({"STREAM_K": [0, 1]}, "x").stream_k == (0, 1)  # stream-K is asked for in a space file
     with pytest.raises(ValueError, match="EPILOGUE_SUBTILE values must be 0"):
         space_from_mapping({"EPILOGUE_SUBTILE": [2]}, "x")
 
