@@ -13,8 +13,8 @@ too. `do_bench` relies on the flush (about 85 us on an H100) to cover the host's
 round of several columns, one column with a costly host path (max-autotune's compiled wrapper, a TMA launch's
 descriptors) drains the queue before the next column's window opens: 1024^3 then measured 57 us for a 9.7 us
 kernel. So where the kernels are short, each call's flush is preceded by a GPU sleep long enough to cover the
-slowest column's host cost. Long kernels cover it themselves and get no sleep: a pause before each call would
-cool the GPU and lift every column above what it sustains (4096^3 measured 741 TFLOP/s with one, 706 without).
+slowest column's host cost. Long kernels cover it themselves and get no sleep, so they are timed at do_bench's
+own duty cycle: a pause before each call would let the card cool between calls.
 """
 
 from __future__ import annotations
