@@ -30,6 +30,22 @@ PERSISTENT_TMA: [0]
 """
 
 
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name: str):
+    """benchmarks/<name>.py imported as module `name` (the benchmarks are scripts, not a package); registered in
+    sys.modules first, so that its dataclasses resolve their annotations through it."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def problem(M: int, N: int, K: int, dtype: str = "fp16", col_a: bool = False, col_b: bool = False,
             dtype_c: str | None = None) -> GemmProblem:
     d = DTYPES[dtype]

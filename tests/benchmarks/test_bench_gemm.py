@@ -4,24 +4,16 @@ for each baseline (the GPU part runs on the device machine)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from helpers import load_benchmark
 
 from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, MATMUL, SCALED_MM
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gemm.py"
-
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_gemm", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass resolves its annotations through the module's entry
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_gemm")
 
 
 def test_arguments_after_dashes_go_to_the_tuner():

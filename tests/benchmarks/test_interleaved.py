@@ -3,22 +3,13 @@ and the medians (the event timing itself runs on the device machine, inside benc
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-INTERLEAVED = Path(__file__).resolve().parents[2] / "benchmarks" / "interleaved.py"
+from helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def interleaved():
-    spec = importlib.util.spec_from_file_location("interleaved", INTERLEAVED)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("interleaved")
 
 
 def test_every_round_runs_each_column_once_and_the_order_rotates(interleaved):

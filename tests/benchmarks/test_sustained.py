@@ -3,23 +3,15 @@ sustained runs themselves need a GPU and run on the device machine)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import datetime
-from pathlib import Path
 
 import pytest
-
-SUSTAINED = Path(__file__).resolve().parents[2] / "benchmarks" / "sustained.py"
+from helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def sustained():
-    spec = importlib.util.spec_from_file_location("sustained", SUSTAINED)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through the module's entry
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sustained")
 
 
 def test_a_reading_is_parsed_and_anything_else_is_dropped(sustained):
