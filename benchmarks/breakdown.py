@@ -4,7 +4,9 @@ A launch of a tuned config can run more than its GEMM kernel: padding copies for
 (TMA family), split-K partials and their reduction. The tuner times the whole launch; this script splits
 it, so that BENCHMARKS.md can say why a shape is slow with a measurement. Each config is launched
 `--iters` times under torch.profiler (CUPTI); the table gives each GPU kernel's mean microseconds per launch,
-beside torch.matmul's kernels on the same inputs.
+beside torch.matmul's kernels on the same inputs, and with --max_autotune beside the kernels of
+torch.compile(mode="max-autotune-no-cudagraphs") over the same matmul (bench_gemm's column: its own padding
+kernels, if it pads, show there). The inputs stay in L2 between calls.
 
     python benchmarks/breakdown.py 4095 4097 1023 BM256_BN128_BK64_GM1_SK1_nW8_nS4_TMA1_ES1 [more configs]
 """
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
@@ -58,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("configs", nargs="+", help="config names as the tuner prints them")
     parser.add_argument("--dtype", default="fp16", choices=sorted(DTYPES))
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--max_autotune", action="store_true", help="also break down max-autotune's call")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("breakdown: no CUDA GPU", file=sys.stderr)
@@ -68,6 +72,15 @@ def main(argv: list[str] | None = None) -> int:
     c = torch.empty(args.M, args.N, device="cuda", dtype=dtype)
     flops = 2.0 * args.M * args.N * args.K
     _print_table("torch.matmul", kernel_times(lambda: torch.matmul(a, b, out=c), args.iters), flops)
+    if args.max_autotune:
+        from bench_gemm import compiled_peer, inductor_target
+        from profiling.baselines import MATMUL
+
+        call, failure = compiled_peer(*inductor_target(MATMUL, (a, b, c)))
+        if call is None:
+            print(f"max-autotune: {failure}")
+        else:
+            _print_table("max-autotune", kernel_times(call, args.iters), flops)
     for name in args.configs:
         launcher = launcher_for(Config.parse(name))
         _print_table(name, kernel_times(lambda launcher=launcher: launcher(a, b, c), args.iters), flops)

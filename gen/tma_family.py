@@ -199,25 +199,67 @@ def _padded_columns(cols: int, element_bytes: int) -> int:
     return ceil_div(cols, per_row) * per_row
 
 
-def tma_view(matrix):
-    """`matrix` (rows, cols, unit inner stride wanted) itself when the copy engine can address it,
-    else a copy whose rows are padded to 16 bytes (a view of the original shape). Odd leading
-    dimensions of A and B pay for this copy inside the timed launch, as they would in use."""
-    if _tma_readable(matrix):
-        return matrix
+PAD_BLOCK_ROWS, PAD_BLOCK_COLS = 32, 128  # tile of the padding copy kernel
+
+
+@triton.jit
+def pad_rows_tile(src, dst, rows, cols, src_stride_r, src_stride_c, dst_stride_r, tile, BLOCK_R: tl.constexpr,
+                  BLOCK_C: tl.constexpr):
+    """Copy tile `tile` (BLOCK_R x BLOCK_C, row-major order of tiles) of src (rows x cols, any strides) to dst."""
+    tiles_c = tl.cdiv(cols, BLOCK_C)
+    r = ((tile // tiles_c) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]).to(tl.int64)  # rows x stride passes 2^31
+    c = (tile % tiles_c) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
+    inside = (r < rows) & (c < cols)
+    tl.store(dst + r * dst_stride_r + c, tl.load(src + r * src_stride_r + c * src_stride_c, mask=inside), mask=inside)
+
+
+@triton.jit
+def pad_rows_kernel(src0, dst0, rows0, cols0, src_stride_r0, src_stride_c0, dst_stride_r0, tiles0,
+                    src1, dst1, rows1, cols1, src_stride_r1, src_stride_c1, dst_stride_r1,
+                    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """The padding copies of one launch in one kernel: programs 0..tiles0-1 copy the first matrix, the rest the
+    second (src1 is None when only one matrix needs it)."""
+    tile = tl.program_id(axis=0)
+    if tile < tiles0:
+        pad_rows_tile(src0, dst0, rows0, cols0, src_stride_r0, src_stride_c0, dst_stride_r0, tile, BLOCK_R, BLOCK_C)
+    elif src1 is not None:
+        pad_rows_tile(src1, dst1, rows1, cols1, src_stride_r1, src_stride_c1, dst_stride_r1, tile - tiles0, BLOCK_R,
+                      BLOCK_C)
+
+
+def _pad_tiles(matrix) -> int:
     rows, cols = matrix.shape
-    padded = torch.empty((rows, _padded_columns(cols, matrix.element_size())), dtype=matrix.dtype,
-                         device=matrix.device)
-    view = padded[:, :cols]
-    view.copy_(matrix)
-    return view
+    return ceil_div(rows, PAD_BLOCK_ROWS) * ceil_div(cols, PAD_BLOCK_COLS)
 
 
-def operand_descriptor(matrix, block_rows: int, block_cols: int, column_major: bool):
-    """Descriptor of a (rows, cols) operand; a column-major one is described by its transpose."""
-    if column_major:
-        return TensorDescriptor.from_tensor(tma_view(matrix.t()), [block_cols, block_rows])
-    return TensorDescriptor.from_tensor(tma_view(matrix), [block_rows, block_cols])
+def tma_views(matrices: list) -> list:
+    """Each matrix (rows, cols) itself when the copy engine can address it, else a copy whose rows are padded to
+    16 bytes (a view of the original shape). The copies of one launch run as one kernel: odd leading dimensions
+    of A and B pay for it inside the timed launch, as they would in use. It takes 27.2 us at 4095x4097x1023 as
+    two torch copies, 17.5 us as Inductor's two padding kernels."""
+    views, copies = [], []
+    for matrix in matrices:
+        if _tma_readable(matrix):
+            views.append(matrix)
+            continue
+        rows, cols = matrix.shape
+        padded = torch.empty((rows, _padded_columns(cols, matrix.element_size())), dtype=matrix.dtype,
+                             device=matrix.device)
+        views.append(padded[:, :cols])
+        copies.append((matrix, padded))
+    if copies:
+        (src0, dst0), (src1, dst1) = copies[0], copies[-1] if len(copies) > 1 else (None, None)
+        second = (src1, dst1, *src1.shape, *src1.stride(), dst1.stride(0)) if src1 is not None else (
+            None, None, 0, 0, 0, 0, 0)
+        tiles = _pad_tiles(src0) + (_pad_tiles(src1) if src1 is not None else 0)
+        pad_rows_kernel[(tiles,)](src0, dst0, *src0.shape, *src0.stride(), dst0.stride(0), _pad_tiles(src0), *second,
+                                  BLOCK_R=PAD_BLOCK_ROWS, BLOCK_C=PAD_BLOCK_COLS)
+    return views
+
+
+def operand_matrix(matrix, column_major: bool):
+    """The (rows, cols) matrix the copy engine reads for an operand: a column-major one's transpose."""
+    return matrix.t() if column_major else matrix
 
 
 def is_column_major(matrix) -> bool:
@@ -272,8 +314,10 @@ def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArg
         c_arg, stride_cm, stride_cn = TensorDescriptor.from_tensor(c, output_block(config, epilogue_subtile)), None, None
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
-    return TmaArguments(operand_descriptor(a, config.BLOCK_SIZE_M, config.BLOCK_SIZE_K, a_col),
-                        operand_descriptor(b, config.BLOCK_SIZE_K, config.BLOCK_SIZE_N, b_col),
+    a_view, b_view = tma_views([operand_matrix(a, a_col), operand_matrix(b, b_col)])
+    bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
+    return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
+                        TensorDescriptor.from_tensor(b_view, [bn, bk] if b_col else [bk, bn]),
                         c_arg, stride_cm, stride_cn, a_col, b_col, c_tma)
 
 

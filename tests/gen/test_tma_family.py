@@ -68,11 +68,44 @@ def test_tma_configs_add_the_bias(tmp_path, interpreter_env):
 def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp_path):
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     aligned = torch.randn(64, 64).half()
-    assert module.tma_view(aligned) is aligned
+    assert module.tma_views([aligned]) == [aligned]
     odd = torch.randn(64, 65).half()[:, :63]  # row stride 65 halves = 130 bytes
-    view = module.tma_view(odd)
+    [view] = module.tma_views([odd])
     assert view.shape == odd.shape and view.stride(0) * 2 % 16 == 0 and torch.equal(view, odd)
     assert module.persistent_programs("cpu", 2) == 2 and module.persistent_programs("cpu", 1000) >= 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.int8])
+def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tmp_path, monkeypatch, dtype):
+    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
+    launches = []
+    kernel = module.pad_rows_kernel
+
+    class Counting:
+        def __getitem__(self, grid):
+            launches.append(grid)
+            return kernel[grid]
+    monkeypatch.setattr(module, "pad_rows_kernel", Counting())
+    generator = torch.Generator().manual_seed(3)
+
+    def matrix(rows, cols):
+        return (torch.randn(rows, cols, generator=generator) * 8).to(dtype)
+    # row strides of 301 and 203 elements: not 16-byte aligned for 1- or 2-byte elements; rows and columns past
+    # one padding tile (32 x 128)
+    a = matrix(70, 301)[:, :299]
+    b = matrix(45, 203)[:, :133]
+    aligned = matrix(64, 128)
+    views = module.tma_views([a, aligned, b])
+    assert len(launches) == 1  # both copies in one launch
+    assert views[1] is aligned and all(view.data_ptr() != source.data_ptr() for source, view in ((a, views[0]),
+                                                                                                (b, views[2])))
+    for source, view in ((a, views[0]), (b, views[2])):
+        assert view.shape == source.shape and view.stride(0) * view.element_size() % 16 == 0
+        assert torch.equal(view.view(torch.int8) if dtype.itemsize == 1 else view, source.view(torch.int8)
+                           if dtype.itemsize == 1 else source)
+    launches.clear()
+    [single] = module.tma_views([b])
+    assert len(launches) == 1 and torch.equal(single.float(), b.float())
 
 
 def test_launch_arguments_describe_a_column_major_operand_by_its_transpose(interpreter_env, tmp_path):
