@@ -90,9 +90,10 @@ def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tm
 
     def matrix(rows, cols):
         return (torch.randn(rows, cols, generator=generator) * 8).to(dtype)
-    # row strides of 301 and 203 elements: not 16-byte aligned for 1- or 2-byte elements; rows and columns past
-    # one padding tile (32 x 128)
-    a = matrix(70, 301)[:, :299]
+    # row strides of 1100 and 203 elements: not 16-byte aligned for 1- or 2-byte elements; rows and columns past
+    # one padding tile (PAD_BLOCK_ROWS x PAD_BLOCK_COLS)
+    assert module.PAD_BLOCK_ROWS < 45 and module.PAD_BLOCK_COLS < 1031
+    a = matrix(70, 1100)[:, :1031]
     b = matrix(45, 203)[:, :133]
     aligned = matrix(64, 128)
     views = module.tma_views([a, aligned, b])
