@@ -336,8 +336,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
         args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, M, N, K, args.stride_cm,
-        args.stride_cn,
-        bias.stride(0) if bias is not None else 0,
+        args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
     )
