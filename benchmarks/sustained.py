@@ -119,7 +119,10 @@ class GpuSampler:
                         f"-lms={SAMPLE_MS}", f"--id={index}"]
 
     def __enter__(self) -> Self:
-        self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except OSError as error:
+            raise SystemExit(f"sustained: cannot run nvidia-smi to sample the GPU: {error}") from None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -208,6 +211,9 @@ def main() -> int:
 
     import torch
 
+    if not torch.cuda.is_available():
+        print("sustained: needs a CUDA GPU (torch sees none)", file=sys.stderr)
+        return 2
     from bench_gemm import entry_columns
     from tuner.dtypes import DTYPES
     from tuner.problem import GemmProblem

@@ -53,3 +53,17 @@ def test_a_row_shows_the_fraction_of_peak_at_the_clock_held(sustained):
     row = sustained.table_row("4096x4096x4096", "cuBLAS", sustained.Sustained(632.5, window), 702.8)
     assert row == "| 4096x4096x4096 | cuBLAS | 632.5 | 1300 | 698 | 700 | 57 | sw_power_cap | 486.5 | 90.0 |"
     assert "no sample" in sustained.table_row("16x16x16", "cuBLAS", sustained.Sustained(1.0, None), None)
+
+
+def test_without_a_gpu_it_says_so_in_one_line(sustained, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    monkeypatch.setattr("sys.argv", ["sustained.py", str(tmp_path / "tuned.yaml")])
+    assert sustained.main() == 2
+    assert capsys.readouterr().err == "sustained: needs a CUDA GPU (torch sees none)\n"
+
+
+def test_a_missing_nvidia_smi_is_one_line(sustained, monkeypatch):
+    sampler = sustained.GpuSampler(0)
+    sampler.command = ["/nonexistent/nvidia-smi"]
+    with pytest.raises(SystemExit, match="^sustained: cannot run nvidia-smi to sample the GPU: "):
+        sampler.__enter__()
