@@ -131,7 +131,7 @@ class GpuSampler:
         self.samples = [sample for sample in map(parse_sample, output.splitlines()) if sample is not None]
         if not self.samples:
             first = output.strip().splitlines()[:1]
-            raise SystemExit(f"nvidia-smi gave no readings: {first[0] if first else 'no output'}")
+            raise SystemExit(f"sustained: nvidia-smi gave no readings: {first[0] if first else 'no output'}")
 
 
 def _run_for(call, seconds: float, chunk: int) -> int:

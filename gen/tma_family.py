@@ -249,12 +249,14 @@ def tma_views(matrices: list) -> list:
         views.append(padded[:, :cols])
         copies.append((matrix, padded))
     if copies:
-        (src0, dst0), (src1, dst1) = copies[0], copies[-1] if len(copies) > 1 else (None, None)
-        second = (src1, dst1, *src1.shape, *src1.stride(), dst1.stride(0)) if src1 is not None else (
-            None, None, 0, 0, 0, 0, 0)
-        tiles = _pad_tiles(src0) + (_pad_tiles(src1) if src1 is not None else 0)
-        pad_rows_kernel[(tiles,)](src0, dst0, *src0.shape, *src0.stride(), dst0.stride(0), _pad_tiles(src0), *second,
-                                  BLOCK_R=PAD_BLOCK_ROWS, BLOCK_C=PAD_BLOCK_COLS)
+        tiles = [_pad_tiles(source) for source, _ in copies]
+        src0, dst0 = copies[0]
+        second = (None, None, 0, 0, 0, 0, 0)
+        if len(copies) > 1:
+            src1, dst1 = copies[1]
+            second = (src1, dst1, *src1.shape, *src1.stride(), dst1.stride(0))
+        pad_rows_kernel[(sum(tiles),)](src0, dst0, *src0.shape, *src0.stride(), dst0.stride(0), tiles[0], *second,
+                                       BLOCK_R=PAD_BLOCK_ROWS, BLOCK_C=PAD_BLOCK_COLS)
     return views
 
 

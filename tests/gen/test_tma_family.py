@@ -78,14 +78,9 @@ def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.int8])
 def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tmp_path, monkeypatch, dtype):
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
-    launches = []
-    kernel = module.pad_rows_kernel
-
-    class Counting:
-        def __getitem__(self, grid):
-            launches.append(grid)
-            return kernel[grid]
-    monkeypatch.setattr(module, "pad_rows_kernel", Counting())
+    spy = _KernelSpy(module.pad_rows_kernel)
+    monkeypatch.setattr(module, "pad_rows_kernel", spy)
+    launches = spy.launches
     generator = torch.Generator().manual_seed(3)
 
     def matrix(rows, cols):
