@@ -75,30 +75,39 @@ def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp
     assert module.persistent_programs("cpu", 2) == 2 and module.persistent_programs("cpu", 1000) >= 1
 
 
+@pytest.mark.parametrize("wide_offsets", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.int8])
-def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tmp_path, monkeypatch, dtype):
+def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tmp_path, monkeypatch, dtype,
+                                                              wide_offsets):
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     spy = _KernelSpy(module.pad_rows_kernel)
     monkeypatch.setattr(module, "pad_rows_kernel", spy)
+    if wide_offsets:  # the 64-bit path, without allocating 2^31 elements
+        monkeypatch.setattr(module, "INT32_OFFSETS", 1000)
     launches = spy.launches
     generator = torch.Generator().manual_seed(3)
 
     def matrix(rows, cols):
         return (torch.randn(rows, cols, generator=generator) * 8).to(dtype)
-    # row strides of 1100 and 203 elements: not 16-byte aligned for 1- or 2-byte elements; rows and columns past
-    # one padding tile (PAD_BLOCK_ROWS x PAD_BLOCK_COLS)
-    assert module.PAD_BLOCK_ROWS < 45 and module.PAD_BLOCK_COLS < 1031
+
+    def as_bits(t):
+        return t.view(torch.int8) if dtype.itemsize == 1 else t
+    # row strides of 1100 and 203 elements: not 16-byte aligned for 1- or 2-byte elements; copies of many blocks
+    # whose block edges fall inside rows; b read through a column stride of 2
+    assert module.PAD_BLOCK < 70 * 1031
     a = matrix(70, 1100)[:, :1031]
-    b = matrix(45, 203)[:, :133]
+    b = matrix(45, 406)[:, :266:2]
     aligned = matrix(64, 128)
     views = module.tma_views([a, aligned, b])
     assert len(launches) == 1  # both copies in one launch
+    assert launches[0][1]["WIDE"] == wide_offsets
     assert views[1] is aligned and all(view.data_ptr() != source.data_ptr() for source, view in ((a, views[0]),
                                                                                                 (b, views[2])))
     for source, view in ((a, views[0]), (b, views[2])):
         assert view.shape == source.shape and view.stride(0) * view.element_size() % 16 == 0
-        assert torch.equal(view.view(torch.int8) if dtype.itemsize == 1 else view, source.view(torch.int8)
-                           if dtype.itemsize == 1 else source)
+        assert torch.equal(as_bits(view), as_bits(source))
+        padding = view.as_strided((view.shape[0], view.stride(0)), view.stride())[:, view.shape[1]:]
+        assert padding.numel() and not as_bits(padding).any()  # zero, not left over memory
     launches.clear()
     [single] = module.tma_views([b])
     assert len(launches) == 1 and torch.equal(single.float(), b.float())
