@@ -46,7 +46,12 @@ class TileConfig:
     SPLIT_K: int
     num_warps: int
     num_stages: int
-    options: tuple = ()  # (name, value) launch options of the backend, e.g. AMD's waves_per_eu
+    options: tuple = ()  # (name, value) launch options of the backend, e.g. AMD's waves_per_eu, or num_ctas
+
+    @property
+    def num_ctas(self) -> int:
+        """CTAs per program, a thread-block cluster (the num_ctas launch option, NVIDIA compute capability 9+)."""
+        return dict(self.options).get("num_ctas", 1)
 
 
 @triton.jit
@@ -162,6 +167,8 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def _grid(config: TileConfig, M: int, N: int) -> tuple:
+    # One program per output tile and K slice, whatever num_ctas: Triton runs each program as a cluster of num_ctas
+    # CTAs that split its tile, and tl.program_id counts clusters.
     return (ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N), config.SPLIT_K)
 
 

@@ -1,9 +1,9 @@
 # ---------------------------------------------------------------------------------------------
-# Persistent TMA kernel family (Hopper and newer): one program per SM walks the output tiles,
-# loading A and B tiles through tensor descriptors (the tensor memory accelerator) and storing C
-# through one when the copy engine can address C, through masked pointer stores otherwise. The
-# generator copies this source after the plain family into generated modules that hold
-# PERSISTENT_TMA configs.
+# Persistent TMA kernel family (Hopper and newer): one program per SM (per cluster of num_ctas SMs)
+# walks the output tiles, loading A and B tiles through tensor descriptors (the tensor memory
+# accelerator) and storing C through one when the copy engine can address C, through masked pointer
+# stores otherwise. The generator copies this source after the plain family into generated modules
+# that hold PERSISTENT_TMA configs.
 # ---------------------------------------------------------------------------------------------
 import functools  # noqa: I001 (the block below is cut out by the generator: it stays apart)
 
@@ -181,10 +181,12 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def persistent_programs(device, tiles: int) -> int:
-    """One program per SM, never more than there are tiles."""
-    available = INTERPRETER_PROGRAMS if INTERPRETED else _sm_count(torch.device(device).index or 0)
-    return max(1, min(available, tiles))
+def persistent_programs(device, tiles: int, num_ctas: int = 1) -> int:
+    """One program per SM, never more than there are tiles. With num_ctas > 1 a program is a cluster of num_ctas
+    CTAs, each on its own SM (tl.program_id and tl.num_programs count clusters): one program per num_ctas SMs.
+    The interpreter stands in INTERPRETER_PROGRAMS SMs."""
+    sms = INTERPRETER_PROGRAMS if INTERPRETED else _sm_count(torch.device(device).index or 0)
+    return max(1, min(sms // num_ctas, tiles))
 
 
 def _tma_readable(matrix) -> bool:
@@ -313,7 +315,8 @@ def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
 
 
 def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
-    return (persistent_programs(device, ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)),)
+    tiles = ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)
+    return (persistent_programs(device, tiles, config.num_ctas),)
 
 
 @dataclass(frozen=True)
@@ -362,6 +365,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
+        **dict(config.options),
     )
     return c
 
@@ -398,4 +402,5 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         a_desc, b_desc, c_arg, bias, *scales, *scratch, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
+        **dict(config.options),
     ))

@@ -89,7 +89,7 @@ _TMA_LAUNCHER = Template('''
 
 CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
                                  GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=1, num_warps=$num_warps,
-                                 num_stages=$num_stages)
+                                 num_stages=$num_stages$options)
 VARIANT_$config_name = TmaVariant(epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K)
 
 
@@ -115,11 +115,12 @@ if __name__ == "__main__":
 
 
 def _options(config: Config) -> str:
-    """The AMD knobs as TileConfig options; configs carry them only on AMD, so CUDA launches never see them."""
-    if not config.amd_knobs:
+    """The config's launch options (AMD knobs, num_ctas) as TileConfig options; configs carry AMD knobs only on AMD,
+    so CUDA launches never see them."""
+    if not config.launch_options:
         return ""
     return ",\n                                 options=(" + " ".join(
-        f'("{name}", {value!r}),' for name, value in config.amd_knobs.items()) + ")"
+        f'("{name}", {value!r}),' for name, value in config.launch_options.items()) + ")"
 
 
 def _inlined(family_source: str) -> str:

@@ -21,6 +21,7 @@ _TOKENS: dict[str, str] = {
     "SPLIT_K": "SK",
     "num_warps": "nW",
     "num_stages": "nS",
+    "num_ctas": "nC",  # printed only when not 1, so that names from before the knob existed stay the same
     # AMD-only knobs, printed only when set (as the ROCm script names them)
     "waves_per_eu": "EU",
     "matrix_instr_nonkdim": "mfma",
@@ -36,6 +37,10 @@ _TOKENS: dict[str, str] = {
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
 HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
+# Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
+CLUSTER_SIZES = (1, 2, 4, 8)
+# The value of each field that names and results entries leave out: unset AMD knobs (None) are left out too.
+_UNPRINTED = {"num_ctas": 1, **{knob: 0 for knob in HOPPER_KNOBS}}
 _FIELD_OF_TOKEN = {token: field for field, token in _TOKENS.items()}
 _TOKEN_RE = re.compile(r"^([A-Za-z]+?)(\d+)$")
 _HINT_TOKEN_RE = re.compile(r"(?:^|_)sched([A-Z0-9_]*)$")  # as printed: upper case
@@ -75,8 +80,9 @@ def _check_hint(hint: object) -> None:
 
 
 def _printed(field: str, value: int | str | None) -> bool:
-    """Whether a field appears in names and results entries: unset AMD knobs and Hopper knobs that are off do not."""
-    return value is not None and not (field in HOPPER_KNOBS and value == 0)
+    """Whether a field appears in names and results entries: unset AMD knobs, Hopper knobs that are off and
+    num_ctas 1 do not."""
+    return value is not None and _UNPRINTED.get(field) != value
 
 
 class ConfigNameError(ValueError):
@@ -102,6 +108,9 @@ class Config:
     EPILOGUE_SUBTILE: int = 0  # 1: store the output tile in two halves, halving its shared memory
     STREAM_K: int = 0  # 1: the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA)
     schedule_hint: str | None = None  # AMD: instruction scheduling variant of the K loop, e.g. "none"
+    # NVIDIA compute capability 9+: each program runs as a cluster of this many CTAs that split its tile (Triton's
+    # num_ctas launch option). Last, since configs are built positionally by the fields above.
+    num_ctas: int = 1
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():  # runs for every config of the space: kept lean
@@ -116,6 +125,8 @@ class Config:
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
             if value > 1 and name in HOPPER_KNOBS:
                 raise ValueError(f"{name} must be 0 (off) or 1 (on), got {value!r}")
+            if name == "num_ctas" and value not in CLUSTER_SIZES:
+                raise ValueError(f"num_ctas must be one of {CLUSTER_SIZES}, got {value!r}")
 
     def __str__(self) -> str:
         return "_".join(f"{token}{_hint_token(value) if field == 'schedule_hint' else value}"
@@ -125,6 +136,11 @@ class Config:
     def amd_knobs(self) -> dict[str, int | str]:
         """The AMD-only launch options that are set."""
         return {name: getattr(self, name) for name in AMD_KNOBS if getattr(self, name) is not None}
+
+    @property
+    def launch_options(self) -> dict[str, int | str]:
+        """Triton's launch options besides num_warps and num_stages: the AMD knobs that are set, num_ctas if not 1."""
+        return {**self.amd_knobs, **({"num_ctas": self.num_ctas} if self.num_ctas != 1 else {})}
 
     def without_amd_knobs(self) -> Config:
         return replace(self, **{name: None for name in AMD_KNOBS})
@@ -142,7 +158,8 @@ class Config:
         return {name: getattr(self, name) for name in HOPPER_KNOBS if getattr(self, name)}
 
     def as_dict(self) -> dict[str, int | str]:
-        """Field -> value; AMD knobs only when set, Hopper knobs only when on (the ROCm script knows neither)."""
+        """Field -> value; AMD knobs only when set; Hopper knobs only when on and num_ctas only when not 1 (the ROCm
+        script knows neither)."""
         return {name: value for name, value in asdict(self).items() if _printed(name, value)}
 
     @classmethod

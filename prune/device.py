@@ -6,6 +6,7 @@ would on the common target (H100-like numbers) and tests do not depend on the ma
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 from tuner.errors import UserError
@@ -28,6 +29,8 @@ class DeviceProfile:
     instr_k_bytes: int
     # Tensor-memory-accelerator loads (Hopper, compute capability 9+): the persistent TMA kernel family
     tma: bool = False
+    # Thread-block clusters (NVIDIA compute capability 9+): a program run as num_ctas > 1 CTAs (Config.num_ctas)
+    clusters: bool = False
     # Matrix instructions on OCP fp8 (e4m3fn/e5m2) operands: NVIDIA compute capability 8.9+ (Ada, Hopper and
     # newer), AMD gfx950+ (MI300's gfx942 has only the fnuz variants, which the tuner does not map).
     fp8: bool = False
@@ -49,17 +52,14 @@ INTERPRETER_PROFILE = DeviceProfile(
     instr_n=8,
     instr_k_bytes=32,
     tma=True,  # the interpreter runs TMA descriptor loads, so the Hopper family is checked on the CPU too
+    clusters=True,  # the interpreter ignores num_ctas: configs that set it are still checked on the CPU
     fp8=True,  # the interpreter's tl.dot takes fp8 operands (and the family upcasts them there)
 )
 
 
-def _has_tma(is_amd: bool, capability: tuple[int, int]) -> bool:
-    """Hopper or newer NVIDIA GPU, and a Triton with host-side tensor descriptors (3.4+)."""
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
-    except ImportError:
-        return False
-    return not is_amd and capability >= (9, 0)
+def _has_tensor_descriptors() -> bool:
+    """Whether this Triton has host-side tensor descriptors (3.4+), on which the TMA family is built."""
+    return importlib.util.find_spec("triton.tools.tensor_descriptor") is not None
 
 
 def _has_fp8(is_amd: bool, capability: tuple[int, int], arch: str) -> bool:
@@ -79,6 +79,8 @@ def detect_device(device_index: int = 0) -> DeviceProfile:
     props = torch.cuda.get_device_properties(device_index)
     triton_props = driver.active.utils.get_device_properties(device_index)
     is_amd = torch.version.hip is not None
+    capability = torch.cuda.get_device_capability(device_index)
+    hopper = not is_amd and capability >= (9, 0)  # NVIDIA compute capability 9+: TMA and thread-block clusters
     return DeviceProfile(
         name=props.name,
         vendor="amd" if is_amd else "nvidia",
@@ -91,6 +93,7 @@ def detect_device(device_index: int = 0) -> DeviceProfile:
         instr_m=16,
         instr_n=16 if is_amd else 8,
         instr_k_bytes=32,
-        tma=_has_tma(is_amd, torch.cuda.get_device_capability(device_index)),
-        fp8=_has_fp8(is_amd, torch.cuda.get_device_capability(device_index), getattr(props, "gcnArchName", "")),
+        tma=hopper and _has_tensor_descriptors(),
+        clusters=hopper,
+        fp8=_has_fp8(is_amd, capability, getattr(props, "gcnArchName", "")),
     )

@@ -124,6 +124,11 @@ def _stages_within_k_loop(problem: GemmProblem, config: Config, device: DevicePr
     return config.num_stages <= k_iterations(problem, config) + 1
 
 
+def _clusters(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # num_ctas > 1 launches each program as a thread-block cluster, which only NVIDIA compute capability 9+ has.
+    return config.num_ctas == 1 or device.clusters
+
+
 def _tma_hardware(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     return not config.PERSISTENT_TMA or device.tma
 
@@ -147,6 +152,23 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 def _epilogue_subtile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Halving the output tile pays only where that tile is a large share of shared memory.
     return not config.EPILOGUE_SUBTILE or config.BLOCK_SIZE_N >= 128
+
+
+def _cluster_epilogue_subtile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Measured on the H100 (Triton 3.6): the TMA family with EPILOGUE_SUBTILE fails to compile with num_ctas=2
+    # ("LLVM ERROR: Invalid bases passed to LinearLayout ... in dimension 'block'").
+    return config.num_ctas == 1 or not config.EPILOGUE_SUBTILE
+
+
+def _tma_clusters(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Measured on the H100 (Triton 3.6, fp16, bf16, fp8 and int8 at 1000^3 to 4096^3 and odd sizes): the TMA family
+    # in clusters computed C wrong with a column-major A (num_ctas=2, every size, dtype and variant tried), computed
+    # it wrong or failed to compile with num_ctas 4 and 8, and failed to compile with STREAM_K ("PassManager::run
+    # failed" in ConvertTritonGPUToLLVM). Clusters of 2 with a row-major A ran right. The plain family ran right in
+    # every layout with 2, 4 and 8.
+    if not config.PERSISTENT_TMA or config.num_ctas == 1:
+        return True
+    return config.num_ctas == 2 and not problem.col_a and not config.STREAM_K
 
 
 def _tma_shared_memory(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -199,6 +221,8 @@ RULES: tuple[Rule, ...] = (
     Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized),
     Rule("large_gemm", "when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= 32, num_warps >= 4", _large_gemm),
     Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop),
+    Rule("clusters", "num_ctas > 1 only where the GPU launches thread-block clusters (NVIDIA compute capability 9+)",
+         _clusters),
 )
 
 # Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE, STREAM_K). They run after
@@ -214,6 +238,10 @@ FAMILY_RULES: tuple[Rule, ...] = (
          "and K takes >= 2 iterations", _stream_k),
     Rule("warp_specialize_warps", "WARP_SPECIALIZE with 4 warps only where C is stored through a descriptor "
          "(its rows 16-byte aligned)", _warp_specialize_warps),
+    Rule("cluster_epilogue_subtile", "num_ctas > 1 not with EPILOGUE_SUBTILE (fails to compile)",
+         _cluster_epilogue_subtile),
+    Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
+         "results or compile failures)", _tma_clusters),
 )
 
 RULES_BY_NAME = {rule.name: rule for rule in RULES + FAMILY_RULES}

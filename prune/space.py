@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields, replace
 
-from prune.config import HOPPER_KNOBS, Config, minimum_value
+from prune.config import CLUSTER_SIZES, HOPPER_KNOBS, Config, minimum_value
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class RangeSpace:
     split_k: tuple[int, ...] = (1, 2, 4, 8, 16)
     num_warps: tuple[int, ...] = (1, 2, 4, 8)
     num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
+    num_ctas: tuple[int, ...] = (1,)  # CTAs per program (thread-block cluster), in either kernel family
     # AMD-only knobs: (None,) means not set, as on NVIDIA
     waves_per_eu: tuple[int | None, ...] = (None,)
     matrix_instr_nonkdim: tuple[int | None, ...] = (None,)
@@ -57,6 +58,9 @@ _FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stre
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
 # STREAM_K stays out of it: measured on the H100 it lost to its twin without on every shape tried (BENCHMARKS.md,
 # seventh run); a space file can still ask for it.
+# num_ctas > 1 stays out too: measured on the H100 (Triton 3.6, 4096^3 and 8192^3 fp16), every config tried ran
+# 3-21% slower with num_ctas=2 than the same config with 1, in the plain and the TMA family alike (a later run at
+# 4096^3: 13-59% slower); a space file can ask for it (`num_ctas: [1, 2]`).
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it.
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
@@ -70,10 +74,10 @@ def space_for(vendor: str) -> RangeSpace:
 
 _SPACE_KEYS = {
     "BLOCK_SIZE_M": "block_m", "BLOCK_SIZE_N": "block_n", "BLOCK_SIZE_K": "block_k", "GROUP_SIZE_M": "group_m",
-    "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "waves_per_eu": "waves_per_eu",
-    "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack", "PERSISTENT_TMA": "persistent_tma",
-    "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile", "STREAM_K": "stream_k",
-    "schedule_hint": "schedule_hint",
+    "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "num_ctas": "num_ctas",
+    "waves_per_eu": "waves_per_eu", "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack",
+    "PERSISTENT_TMA": "persistent_tma", "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile",
+    "STREAM_K": "stream_k", "schedule_hint": "schedule_hint",
 }
 _CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
 
@@ -100,6 +104,8 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
             raise ValueError(f"{where}: {key} must be an integer >= {least} or a non-empty list of them")
         if key in HOPPER_KNOBS and any(c > 1 for c in choices):
             raise ValueError(f"{where}: {key} values must be 0 (off) or 1 (on)")
+        if key == "num_ctas" and not set(choices) <= set(CLUSTER_SIZES):
+            raise ValueError(f"{where}: num_ctas values must be among {CLUSTER_SIZES} (CTAs per cluster)")
         if key.startswith("BLOCK_SIZE") and any(c & (c - 1) for c in choices):
             raise ValueError(f"{where}: {key} values must be powers of two (tl.arange needs them)")
         values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))

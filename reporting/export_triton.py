@@ -13,7 +13,9 @@ from prune.config import Config
 from reporting.files import by_device, device_tag, write_text
 from runtime.table import TunedEntry
 
-_CORE = ("num_warps", "num_stages")  # launch options of triton.Config; every other config field is a kwarg
+# Launch options that triton.Config takes as its own arguments; every other config field is a kwarg. num_ctas must be
+# one of them: triton.Config's own num_ctas (default 1) overrides a kwarg of that name.
+_CORE = ("num_warps", "num_stages", "num_ctas")
 
 _HEADER = '''"""Winning tune_gemm configs for one GPU, as triton.Config for @triton.autotune (tune_gemm --export triton).
 
@@ -42,16 +44,16 @@ def module_name(gpu: str | None) -> str:
 
 
 def triton_config_source(config: Config) -> str:
-    """`triton.Config({...}, num_warps=.., num_stages=..)` for one config."""
+    """`triton.Config({...}, num_warps=.., num_stages=..)` for one config, `num_ctas=..` too when it is not 1."""
     fields = config.as_dict()
     kwargs = {name: value for name, value in fields.items() if name not in _CORE}
-    return f"triton.Config({kwargs!r}, num_warps={fields['num_warps']}, num_stages={fields['num_stages']})"
+    options = "".join(f", {name}={fields[name]}" for name in _CORE if name in fields)
+    return f"triton.Config({kwargs!r}{options})"
 
 
 def config_of(triton_config) -> Config:
     """The tune_gemm Config a triton.Config of an exported list stands for (the way back, for round trips)."""
-    return Config.from_mapping({**triton_config.kwargs, "num_warps": triton_config.num_warps,
-                                "num_stages": triton_config.num_stages})
+    return Config.from_mapping({**triton_config.kwargs, **{name: getattr(triton_config, name) for name in _CORE}})
 
 
 def render(gpu: str | None, entries: list[TunedEntry], source: Path) -> str:

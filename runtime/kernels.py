@@ -58,11 +58,12 @@ def _tile_constants(config: Config) -> dict:
 
 @functools.cache
 def launcher_for(config: Config) -> Launcher:
-    """The (cached) launcher of a config; AMD knobs become launch options as in generated modules."""
+    """The (cached) launcher of a config; its launch options (AMD knobs, num_ctas) are passed as in generated
+    modules."""
     tile = family.TileConfig(BLOCK_SIZE_M=config.BLOCK_SIZE_M, BLOCK_SIZE_N=config.BLOCK_SIZE_N,
                              BLOCK_SIZE_K=config.BLOCK_SIZE_K, GROUP_SIZE_M=config.GROUP_SIZE_M,
                              SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
-                             options=tuple(config.amd_knobs.items()))
+                             options=tuple(config.launch_options.items()))
     if config.PERSISTENT_TMA:
         knobs = {knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS if knob != "PERSISTENT_TMA"}
         kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})

@@ -61,6 +61,41 @@ MI300X = DeviceProfile(name="AMD Instinct MI300X", vendor="amd", max_shared_byte
                        instr_n=16, instr_k_bytes=32)
 
 
+class KernelSpy:
+    """Stands in for a kernel: records the grid and the arguments of each launch, then launches the real kernel."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.launches = []  # (args, kwargs) of each launch
+        self.grids = []  # the grid of each launch
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launches.append((args, kwargs))
+            self.grids.append(grid)
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+def spied(monkeypatch, module, config) -> KernelSpy:
+    """A KernelSpy on `config`'s kernel in a generated module (its launcher looks the kernel up at call time)."""
+    from gen.naming import kernel_name
+
+    spy = KernelSpy(getattr(module, kernel_name(config)))
+    monkeypatch.setattr(module, kernel_name(config), spy)
+    return spy
+
+
+def spied_check(monkeypatch, module, config, seed: int = 0) -> tuple:
+    """(relative error, launch keyword arguments, grid) of `config`'s launcher in a generated module, checked on the
+    CPU against float64 through a KernelSpy (one launch of its kernel)."""
+    spy = spied(monkeypatch, module, config)
+    error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+    [(_, kwargs)] = spy.launches
+    [grid] = spy.grids
+    return error, kwargs, grid
+
+
 def timed_outcome(size: GemmProblem, times: dict[str, float], **fields):
     """A tuner.pipeline.SizeOutcome as a search over the configs `times` (name -> µs) would return it, for tests
     of what is built from outcomes (no kernel runs)."""

@@ -8,11 +8,10 @@ import ast
 
 import pytest
 import torch
-from helpers import problem
+from helpers import KernelSpy, problem, spied, spied_check
 
 from gen import render, write_module
 from gen.loader import load_module
-from gen.naming import kernel_name
 from prune.config import Config
 
 TMA_CONFIGS = [
@@ -80,7 +79,7 @@ def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp
 def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tmp_path, monkeypatch, dtype,
                                                               wide_offsets):
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
-    spy = _KernelSpy(module.pad_rows_kernel)
+    spy = KernelSpy(module.pad_rows_kernel)
     monkeypatch.setattr(module, "pad_rows_kernel", spy)
     if wide_offsets:  # the 64-bit path, without allocating 2^31 elements
         monkeypatch.setattr(module, "INT32_OFFSETS", 1000)
@@ -125,33 +124,13 @@ def test_launch_arguments_describe_a_column_major_operand_by_its_transpose(inter
     assert args.c.base is c and (args.stride_cm, args.stride_cn) == (None, None)
 
 
-class _KernelSpy:
-    """Stands in for a generated kernel: records the arguments of each launch, then launches the real kernel."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.launches = []
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.launches.append((args, kwargs))
-            return self.kernel[grid](*args, **kwargs)
-        return launch
-
-
-def _spied(monkeypatch, module, config: Config) -> _KernelSpy:
-    spy = _KernelSpy(getattr(module, kernel_name(config)))
-    monkeypatch.setattr(module, kernel_name(config), spy)  # the launcher looks its kernel up at call time
-    return spy
-
-
 # N odd: fp16 rows of 2N bytes are not 16-byte aligned, so the copy engine cannot store C; N = 64: it can.
 @pytest.mark.parametrize("N,through_descriptor", [(67, False), (64, True)])
 def test_c_is_stored_in_place_through_its_descriptor_or_through_pointers(tmp_path, interpreter_env, monkeypatch, N,
                                                                          through_descriptor):
     module = load_module(write_module(problem(70, N, 90), TMA_CONFIGS, tmp_path))
     for config in TMA_CONFIGS:
-        spy = _spied(monkeypatch, module, config)
+        spy = spied(monkeypatch, module, config)
         a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=4)
         module.poison(c)
         module.LAUNCHERS[str(config)](a, b, c)
@@ -194,7 +173,7 @@ def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env,
     M, N = 70, 64  # tiles of 64 and 128 cut the view's edges, so a store past them would show
     module = load_module(write_module(problem(M, N, 90), TMA_CONFIGS, tmp_path))
     for config in TMA_CONFIGS:
-        spy = _spied(monkeypatch, module, config)
+        spy = spied(monkeypatch, module, config)
         storage, c, outside = _c_in_storage(view, M, N)
         module.poison(c)
         a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=6)
@@ -324,3 +303,36 @@ def test_tiles_filling_whole_waves_are_not_shared_out(tmp_path, interpreter_env,
     assert module.check_config(module.LAUNCHERS[str(STREAM_K_CONFIGS[0])], module.PROBLEM, "cpu", seed=1) <= (
         module.PROBLEM.tolerance)
     assert int(counters[-1].sum()) == 0
+
+
+# num_ctas=2: each persistent program is a cluster of two CTAs, so the grid holds half as many programs. The
+# interpreter ignores num_ctas; 6 stand-in SMs give 3 programs, fewer than the tiles below, so the division shows.
+# As the prune rules keep them (cluster_epilogue_subtile, tma_clusters): no EPILOGUE_SUBTILE, no STREAM_K, and A
+# row-major, the only TMA configs in clusters that ran right on the H100.
+CLUSTER_TMA_CONFIGS = [
+    Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1, num_ctas=2),
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, num_ctas=2),
+]
+CLUSTER_SMS = 6
+
+
+def test_persistent_programs_are_one_per_cluster(interpreter_env, tmp_path, monkeypatch):
+    module = load_module(write_module(problem(64, 64, 64), CLUSTER_TMA_CONFIGS[:1], tmp_path))
+    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", CLUSTER_SMS)
+    assert [module.persistent_programs("cpu", 1000, n) for n in (1, 2, 4, 8)] == [6, 3, 1, 1]  # 8 > 6 SMs: still one
+    assert module.persistent_programs("cpu", 2, 2) == 2  # never more than the tiles
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (70, 130, 90, False, False),  # 6 tiles of 64x64
+    (67, 129, 33, False, True),
+])
+def test_num_ctas_reaches_the_launch_of_a_grid_of_clusters(tmp_path, interpreter_env, monkeypatch, dtype, M, N, K,
+                                                          col_a, col_b):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), CLUSTER_TMA_CONFIGS, tmp_path))
+    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", CLUSTER_SMS)
+    for config in CLUSTER_TMA_CONFIGS:
+        error, kwargs, grid = spied_check(monkeypatch, module, config, seed=5)
+        assert error <= module.PROBLEM.tolerance, (str(config), error)
+        assert kwargs["num_ctas"] == 2 and grid == (CLUSTER_SMS // 2,), config

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from helpers import problem
+from helpers import problem, spied_check
 
 from gen import generated_filename, render, write_module
 from gen.loader import load_module
@@ -74,3 +74,36 @@ def test_split_k_partials_are_summed(tmp_path, interpreter_env):
     a, b, c = module.make_operands(module.PROBLEM, "cpu")
     module.LAUNCHERS[str(Config(16, 16, 16, 1, 8, 1, 1))](a, b, c)
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-2)
+
+
+# num_ctas=2: Triton runs each program as a cluster of two CTAs that split its tile; the grid stays one program per
+# tile (and K slice). The interpreter ignores num_ctas, so these check what reaches the launch.
+CLUSTER_CONFIGS = [Config(32, 64, 32, 2, 1, 4, 2, num_ctas=2), Config(32, 64, 32, 1, 2, 4, 2, num_ctas=2)]
+
+
+def _tile_config_options(source: str) -> dict:
+    """Config name -> the options its TileConfig is built with in a generated source (() when it names none)."""
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id.startswith("CONFIG_"):
+            options = [ast.literal_eval(k.value) for k in node.value.keywords if k.arg == "options"]
+            found[node.targets[0].id.removeprefix("CONFIG_")] = options[0] if options else ()
+    return found
+
+
+def test_num_ctas_is_a_launch_option_in_the_generated_source():
+    tma = Config(64, 64, 64, 1, 1, 4, 2, PERSISTENT_TMA=1, num_ctas=2)
+    source = render(problem(70, 130, 90), [CLUSTER_CONFIGS[0], tma, CONFIGS[0]], "x.py")
+    assert _tile_config_options(source) == {str(CLUSTER_CONFIGS[0]): (("num_ctas", 2),), str(tma): (("num_ctas", 2),),
+                                            str(CONFIGS[0]): ()}
+    assert source.count('options=(("num_ctas", 2),)') == 2  # readable as written
+
+
+@pytest.mark.parametrize("col_a,col_b", [(False, False), (True, True)])
+def test_num_ctas_reaches_the_plain_launch_with_one_program_per_tile(tmp_path, interpreter_env, monkeypatch, col_a,
+                                                                     col_b):
+    module = load_module(write_module(problem(70, 130, 90, col_a=col_a, col_b=col_b), CLUSTER_CONFIGS, tmp_path))
+    for config in CLUSTER_CONFIGS:
+        error, kwargs, grid = spied_check(monkeypatch, module, config, seed=4)
+        assert error <= module.PROBLEM.tolerance, (str(config), error)
+        assert kwargs["num_ctas"] == 2 and grid == (3 * 3, config.SPLIT_K), config  # ceil(70/32) x ceil(130/64) tiles

@@ -8,12 +8,14 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import problem
+from helpers import problem, spied
 
 from gen import write_module
 from gen.loader import load_module
 from gen.naming import kernel_name
 from prune.config import Config
+from prune.device import INTERPRETER_PROFILE
+from prune.rules import RULES_BY_NAME
 
 pytestmark = [
     pytest.mark.gpu,
@@ -35,6 +37,19 @@ CONFIGS_8BIT = [
     Config(128, 128, 128, 8, 1, 4, 4, PERSISTENT_TMA=1),
     Config(128, 256, 128, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
     Config(128, 128, 128, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1),
+]
+# num_ctas=2, each program a cluster of two CTAs: a plain config and a TMA one, as the prune rules keep them (the TMA
+# family in clusters failed to compile with EPILOGUE_SUBTILE or STREAM_K, and computed C wrong with a column-major A).
+CLUSTER_CONFIGS = [
+    Config(128, 128, 64, 8, 1, 4, 3, num_ctas=2),
+    Config(128, 128, 64, 8, 1, 4, 4, PERSISTENT_TMA=1, num_ctas=2),
+]
+SIZES = [  # M, N, K, col_a, col_b
+    (1024, 1024, 1024, False, False),
+    (4095, 4097, 1023, False, False),  # odd leading dimensions: A and B padded copies, C stored through pointers
+    (1000, 1000, 1000, True, True),
+    (777, 2048, 512, False, True),
+    (4096, 4097, 4096, False, True),  # only C unaligned: no copy at all
 ]
 
 
@@ -70,15 +85,28 @@ def _check_compiled_ahead(tmp_path, p, configs: list) -> dict:
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-@pytest.mark.parametrize("M,N,K,col_a,col_b", [
-    (1024, 1024, 1024, False, False),
-    (4095, 4097, 1023, False, False),  # odd leading dimensions: A and B padded copies, C stored through pointers
-    (1000, 1000, 1000, True, True),
-    (777, 2048, 512, False, True),
-    (4096, 4097, 4096, False, True),  # only C unaligned: no copy at all
-])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
     _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), CONFIGS)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
+def test_num_ctas_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
+    p = problem(M, N, K, dtype, col_a, col_b)
+    kept = [config for config in CLUSTER_CONFIGS if RULES_BY_NAME["tma_clusters"].keep(p, config, INTERPRETER_PROFILE)]
+    assert len(kept) == (1 if col_a else 2)  # a column-major A leaves the plain config alone
+    ahead = _check_compiled_ahead(tmp_path, p, kept)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
+def test_a_tma_config_in_clusters_runs_one_program_per_cluster(tmp_path, monkeypatch):
+    config = CLUSTER_CONFIGS[1]
+    module = load_module(write_module(problem(4096, 4096, 4096), [config], tmp_path))  # 1024 tiles
+    spy = spied(monkeypatch, module, config)
+    assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda") <= module.PROBLEM.tolerance
+    assert spy.launches[0][1]["num_ctas"] == 2
+    assert spy.grids == [(torch.cuda.get_device_properties(0).multi_processor_count // 2,)]
 
 
 @pytest.mark.parametrize("dtype,dtype_c", [("fp8", "fp16"), ("bf8", "bf16"), ("fp8", "fp32"), ("int8", "int32")])

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.naming import kernel_name
-from prune.config import AMD_KNOBS, KERNEL_PREFIX, Config, ConfigNameError, minimum_value
+from prune.config import AMD_KNOBS, CLUSTER_SIZES, KERNEL_PREFIX, Config, ConfigNameError, minimum_value
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
-          "STREAM_K", "schedule_hint")
+          "STREAM_K", "schedule_hint", "num_ctas")
 
 positive = st.integers(min_value=1, max_value=2**20)
-configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive)
+configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
+                    num_ctas=st.sampled_from(CLUSTER_SIZES))
 
 
 # --- printing -------------------------------------------------------------------------------------------------------
@@ -79,6 +82,33 @@ def test_round_trip_examples(config):
 def test_hopper_knobs_print_only_when_on():
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, STREAM_K=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_STK1"
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"
+
+
+def test_num_ctas_prints_after_num_stages_only_when_not_1():
+    clustered = Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, num_ctas=2)
+    assert str(clustered) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_nC2_TMA1"
+    assert str(replace(clustered, num_ctas=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"  # names as before
+    assert Config.parse("BM128_BN256_BK64_GM8_SK1_nW8_nS3_nC2_TMA1") == clustered
+    assert Config.parse("BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1").num_ctas == 1
+    assert Config.parse(f"{KERNEL_PREFIX}M64_N64_K64_BM64_BN64_BK64_nC8") == Config(64, 64, 64, num_ctas=8)
+
+
+def test_num_ctas_in_results_entries_and_launch_options_only_when_not_1():
+    assert "num_ctas" not in Config(64, 64, 64).as_dict() and Config(64, 64, 64).launch_options == {}
+    clustered = Config(64, 64, 64, num_ctas=4)
+    assert clustered.as_dict()["num_ctas"] == 4 and Config.from_mapping(clustered.as_dict()) == clustered
+    assert clustered.launch_options == {"num_ctas": 4}
+    amd = Config(64, 64, 64, waves_per_eu=0, kpack=2)
+    assert amd.launch_options == amd.amd_knobs == {"waves_per_eu": 0, "kpack": 2}
+    assert Config(64, 64, 64, kpack=2, num_ctas=2).launch_options == {"kpack": 2, "num_ctas": 2}
+
+
+@pytest.mark.parametrize("bad", [3, 6, 16, 0])
+def test_num_ctas_is_a_cluster_size(bad):
+    with pytest.raises(ValueError, match="num_ctas"):
+        Config(64, 64, 64, num_ctas=bad)
+    with pytest.raises(ConfigNameError, match="num_ctas"):
+        Config.parse(f"BM64_BN64_BK64_nC{bad}")
 
 
 def test_parse_rocm_style_name():

@@ -27,7 +27,7 @@ from prune.rules import (
 SMALL_GPU = replace(
     INTERPRETER_PROFILE, name="small test GPU", vendor="amd", max_shared_bytes=65_536, sm_count=8, warp_size=64,
     l2_bytes=4 * 1024 * 1024, memory_bytes=16 * 1024**3, max_registers_per_thread=512, instr_m=32, instr_n=32,
-    instr_k_bytes=64, tma=False,
+    instr_k_bytes=64, tma=False, clusters=False,
 )
 
 BIG = problem(4096, 4096, 4096)
@@ -110,6 +110,10 @@ CASES = [
     ("num_stages", BIG, C(128, 128, 64, ns=5), IP, True),  # 64 iterations
     ("num_stages", ODD, C(16, 16, 16, ns=4), IP, True),  # 3 iterations
     ("num_stages", ODD, C(16, 16, 16, ns=5), IP, False),
+    # clusters: num_ctas > 1 only on a GPU that launches thread-block clusters
+    ("clusters", BIG, replace(C(128, 128, 64), num_ctas=2), SMALL_GPU, False),
+    ("clusters", BIG, replace(C(128, 128, 64), num_ctas=2), IP, True),
+    ("clusters", BIG, C(128, 128, 64), SMALL_GPU, True),
 ]
 
 
@@ -134,10 +138,11 @@ def test_rules_by_name_matches_rules():
     assert list(RULES_BY_NAME) == [r.name for r in RULES + FAMILY_RULES]
     assert [r.name for r in RULES] == [
         "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers", "block_size",
-        "large_gemm", "num_stages",
+        "large_gemm", "num_stages", "clusters",
     ]
     assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "tma_tile", "epilogue_subtile", "tma_shared_memory",
-                                             "stream_k", "warp_specialize_warps"]
+                                             "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
+                                             "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -160,6 +165,10 @@ TMA = {"PERSISTENT_TMA": 1}
     ("tma_shared_memory", Config(128, 256, 64, num_warps=8, num_stages=4, **TMA), False),
     ("tma_shared_memory", Config(128, 256, 64, num_warps=8, num_stages=4, EPILOGUE_SUBTILE=1, **TMA), True),
     ("tma_shared_memory", Config(128, 256, 64, num_warps=8, num_stages=4), True),  # plain: no output tile staged
+    # a subtiled epilogue in clusters failed to compile on the H100
+    ("cluster_epilogue_subtile", Config(128, 128, 64, EPILOGUE_SUBTILE=1, num_ctas=2, **TMA), False),
+    ("cluster_epilogue_subtile", Config(128, 128, 64, EPILOGUE_SUBTILE=1, **TMA), True),
+    ("cluster_epilogue_subtile", Config(128, 128, 64, num_ctas=2, **TMA), True),
 ])
 def test_family_rules(name, config, kept):
     assert RULES_BY_NAME[name].keep(BIG, config, IP) is kept
@@ -220,6 +229,30 @@ def test_an_8_bit_tma_space_keeps_both_layouts_of_b():
         assert tma and min(c.BLOCK_SIZE_K for c in tma) == 128
 
 
+@pytest.mark.parametrize("col_a, config, kept", [
+    (False, Config(128, 128, 64, num_ctas=2, **TMA), True),
+    (False, Config(128, 128, 64, num_ctas=2, **WS), True),
+    (True, Config(128, 128, 64, num_ctas=2, **TMA), False),  # computed C wrong on the H100
+    (True, Config(128, 128, 64, **TMA), True),
+    (True, Config(128, 128, 64, num_ctas=8), True),  # the plain family ran right in clusters of any size
+    (False, Config(128, 128, 64, num_ctas=4, **TMA), False),  # wrong, or failed to compile
+    (False, Config(128, 256, 64, num_ctas=2, **STK), False),  # failed to compile
+])
+def test_tma_family_in_clusters_only_as_it_ran_right(col_a, config, kept):
+    assert RULES_BY_NAME["tma_clusters"].keep(problem(4096, 4096, 4096, col_a=col_a), config, IP) is kept
+
+
+def test_clusters_only_where_the_gpu_has_them_and_as_they_ran_right():
+    space = RangeSpace(block_m=(64, 128), block_n=(128,), block_k=(64,), group_m=(1, 8), split_k=(1,), num_warps=(4, 8),
+                       num_stages=(3,), num_ctas=(1, 2, 4), persistent_tma=(0, 1), epilogue_subtile=(0, 1))
+    kept = prune(BIG, IP, space).configs
+    assert {(c.num_ctas, c.PERSISTENT_TMA) for c in kept} == {(1, 0), (1, 1), (2, 0), (2, 1), (4, 0)}
+    assert any(c.EPILOGUE_SUBTILE for c in kept) and not any(c.EPILOGUE_SUBTILE and c.num_ctas > 1 for c in kept)
+    assert prune(BIG, replace(IP, clusters=False), space).configs == [c for c in kept if c.num_ctas == 1]
+    column_major_a = prune(problem(4096, 4096, 4096, col_a=True), IP, space).configs
+    assert {(c.num_ctas, c.PERSISTENT_TMA) for c in column_major_a} == {(1, 0), (1, 1), (2, 0), (4, 0)}
+
+
 def test_tma_family_needs_tma_hardware():
     config = Config(128, 128, 64, **TMA)
     assert not RULES_BY_NAME["tma_hardware"].keep(BIG, config, SMALL_GPU)
@@ -230,14 +263,15 @@ def test_tma_family_needs_tma_hardware():
 def test_prune_by_tile_equals_checking_every_config():
     # prune() checks RULES once per tile config; the result must equal checking each config of the space
     space = RangeSpace(block_m=(32, 64, 128), block_n=(64, 256), block_k=(32, 64), group_m=(1, 8), split_k=(1, 2),
-                       num_warps=(4, 8), num_stages=(1, 4), persistent_tma=(0, 1), warp_specialize=(0, 1),
-                       epilogue_subtile=(0, 1), stream_k=(0, 1))
+                       num_warps=(4, 8), num_stages=(1, 4), num_ctas=(1, 2), persistent_tma=(0, 1),
+                       warp_specialize=(0, 1), epilogue_subtile=(0, 1), stream_k=(0, 1))
     rules = RULES + FAMILY_RULES
     kept = [c for c in space.configs() if all(rule.keep(BIG, c, IP) for rule in rules)]
     result = prune(BIG, IP, space)
     assert sorted(result.configs) == sorted(kept)
     assert any(c.PERSISTENT_TMA for c in kept) and any(not c.PERSISTENT_TMA for c in kept)
-    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space) == 2 ** 6 * 3 * 9
+    assert any(c.num_ctas > 1 for c in kept)
+    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space) == 2 ** 7 * 3 * 9
 
 
 # Same problem and config, two devices, two answers: the limit is the device's, not a constant.
@@ -266,6 +300,7 @@ def test_rule_limit_comes_from_device(name, p, config):
     ("instr_m", 32, "matrix_instruction", BIG, C(16, 128, 64, nw=1)),
     ("instr_n", 32, "matrix_instruction", BIG, C(128, 16, 64, nw=1)),
     ("instr_k_bytes", 64, "matrix_instruction", BIG, C(64, 64, 16, nw=1)),
+    ("clusters", False, "clusters", BIG, replace(C(128, 128, 64), num_ctas=2)),
 ])
 def test_changing_one_device_field_flips_the_rule(field, value, name, p, config):
     rule = RULES_BY_NAME[name]

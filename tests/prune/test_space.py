@@ -9,7 +9,7 @@ import yaml
 
 from helpers import SMALL_SPACE_YAML
 from prune.config import Config
-from prune.space import FULL_SPACE, RangeSpace, space_from_mapping
+from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, space_from_mapping
 
 
 def test_full_space_ranges_are_the_documented_ones():
@@ -22,6 +22,11 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
     assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
+    assert FULL_SPACE.num_ctas == AMD_SPACE.num_ctas == (1,)  # opt-in: slower on every config measured
+
+
+def test_default_spaces_hold_no_cluster_launch():
+    assert all(c.num_ctas == 1 for space in (FULL_SPACE, AMD_SPACE) for c in space.tile_configs())
 
 
 def test_full_space_bounds():
@@ -112,6 +117,17 @@ def test_mapping_without_tma_drops_its_knobs():
         space_from_mapping({"EPILOGUE_SUBTILE": [2]}, "x")
 
 
+def test_a_space_file_asks_for_clusters():
+    space = space_from_mapping({"num_ctas": [2, 1], "PERSISTENT_TMA": [0, 1]}, "x")
+    assert space.num_ctas == (1, 2)
+    assert len(space) == 2 * len(replace(space, num_ctas=(1,)))
+    configs = set(space.configs())
+    for num_ctas in (1, 2):  # every tile in both families, with each cluster size
+        assert Config(128, 128, 64, 8, 1, 4, 3, num_ctas=num_ctas) in configs
+        assert Config(128, 128, 64, 8, 1, 4, 3, PERSISTENT_TMA=1, num_ctas=num_ctas) in configs
+    assert space_from_mapping({"num_ctas": 8}, "x").num_ctas == (8,)
+
+
 def test_empty_mapping_is_the_full_space():
     assert space_from_mapping({}, "x") == FULL_SPACE
 
@@ -137,6 +153,9 @@ def test_empty_mapping_is_the_full_space():
     ({"BLOCK_SIZE_M": [48]}, "BLOCK_SIZE_M"),
     ({"BLOCK_SIZE_N": [64, 96]}, "BLOCK_SIZE_N"),
     ({"BLOCK_SIZE_K": [24]}, "BLOCK_SIZE_K"),
+    ({"num_ctas": [1, 3]}, "num_ctas"),
+    ({"num_ctas": 16}, "num_ctas"),
+    ({"num_ctas": [0]}, "num_ctas"),
 ])
 def test_space_from_mapping_names_the_bad_field(mapping, field):
     with pytest.raises(ValueError) as info:

@@ -48,6 +48,17 @@ def test_triton_export_imports_and_gives_back_each_gpus_configs(results, tmp_pat
     assert set(h100[0].kwargs) == {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K"}
 
 
+def test_triton_export_passes_num_ctas_as_an_option_of_triton_config(tmp_path):
+    results = tmp_path / "r.yaml"
+    results.write_text(f"- {{M: 4096, N: 4096, K: 4096, BLOCK_SIZE_M: 128, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 64, "
+                       f"num_warps: 4, num_stages: 3, PERSISTENT_TMA: 1, num_ctas: 2, gpu: {H100}}}\n")
+    [path] = write_triton(read_tuned(results), results, tmp_path)
+    [exported] = load_module(path).CONFIGS
+    # not a kwarg: triton.Config's own num_ctas (1) would override it at launch
+    assert exported.num_ctas == 2 and "num_ctas" not in exported.kwargs and exported.all_kwargs()["num_ctas"] == 2
+    assert config_of(exported) == Config(128, 128, 64, 1, 1, 4, 3, PERSISTENT_TMA=1, num_ctas=2)
+
+
 def test_triton_export_keeps_a_hostile_gpu_name_a_string(tmp_path):
     name = 'X"""\nimport os; os.system("false")  # \''
     results = tmp_path / "r.yaml"

@@ -1,6 +1,6 @@
-"""The run-time matmul on the CPU (Triton interpreter): every dtype and layout against float64, tuned (split-K and
-persistent TMA too) and default configs, odd tiny sizes, strided operands, empty shapes, and the custom op under
-torch.compile(fullgraph=True).
+"""The run-time matmul on the CPU (Triton interpreter): every dtype and layout against float64, tuned (split-K,
+persistent TMA and num_ctas too) and default configs, odd tiny sizes, strided operands, empty shapes, and the custom
+op under torch.compile(fullgraph=True).
 
 The kernels run in one child process (interpreted_matmul.py) where TRITON_INTERPRET is set before Triton loads.
 """
@@ -31,6 +31,8 @@ RESULTS = f"""\
 - {{M: 17, N: 9, K: 25, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, gpu: Some Other GPU}}
 - {{M: 70, N: 130, K: 90, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 64, GROUP_SIZE_M: 2, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, gpu: {CPU}}}
 - {{M: 67, N: 129, K: 33, rowMajorA: N, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 64, num_warps: 8, num_stages: 3, PERSISTENT_TMA: 1, EPILOGUE_SUBTILE: 1, dtype_a: bf16, dtype_b: bf16, dtype_c: bf16, gpu: {CPU}}}
+- {{M: 70, N: 130, K: 90, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, num_ctas: 2, gpu: {CPU}}}
+- {{M: 100, N: 60, K: 50, rowMajorA: N, rowMajorB: N, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 16, GROUP_SIZE_M: 2, num_warps: 4, num_stages: 2, num_ctas: 2, gpu: {CPU}}}
 """
 
 
@@ -46,6 +48,8 @@ CASES = [
     _case("tuned fp16 into fp32", 24, 40, 33, out_dtype="fp32", rule="exact"),
     _case("tuned persistent TMA fp16 TT", 70, 130, 90, rule="exact"),
     _case("tuned persistent TMA bf16 NN, split epilogue", 67, 129, 33, "bf16", True, True, rule="exact"),
+    _case("tuned persistent TMA fp16 TN, clusters of 2", 70, 130, 90, col_b=True, rule="exact"),
+    _case("tuned fp16 NN, clusters of 2", 100, 60, 50, col_a=True, col_b=True, rule="exact"),
     _case("m bucket", 40, 17, 40, rule="m_bucket"),
     _case("all-dimension bucket", 20, 24, 40, "bf16", col_b=True, rule="bucket"),
     _case("other GPU's entry unused", 17, 9, 25),

@@ -1,0 +1,63 @@
+"""runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
+them, reach the family kernel's launch, on the grid the family gives it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import KernelSpy
+
+from gen import matmul_family, tma_family
+from prune.config import Config
+from runtime import kernels
+from tuner.dtypes import DTYPES
+
+M, N, K = 70, 130, 90
+
+
+@pytest.fixture
+def spy_on(monkeypatch):
+    """Replace a family kernel by a KernelSpy; launchers are built afresh so that they bind the spy."""
+    kernels.launcher_for.cache_clear()
+
+    def install(module, name: str) -> KernelSpy:
+        spy = KernelSpy(getattr(module, name))
+        monkeypatch.setattr(module, name, spy)
+        return spy
+    yield install
+    kernels.launcher_for.cache_clear()  # no launcher bound to a spy outlives the test
+
+
+def _error(config: Config) -> float:
+    """Relative error of the config's launcher against float64, C poisoned with NaN first."""
+    generator = torch.Generator().manual_seed(1)
+    a = torch.randn(M, K, generator=generator).half()
+    b = torch.randn(K, N, generator=generator).half()
+    c = torch.full((M, N), float("nan"), dtype=torch.float16)
+    kernels.launcher_for(config)(a, b, c)
+    reference = a.double() @ b.double()
+    return (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item()
+
+
+def test_num_ctas_reaches_the_plain_launch_with_one_program_per_tile(spy_on):
+    spy = spy_on(matmul_family, "matmul_tile")
+    assert _error(Config(32, 64, 32, 2, 1, 4, 2, num_ctas=2)) <= DTYPES["fp16"].tolerance
+    [(_, kwargs)] = spy.launches
+    assert kwargs["num_ctas"] == 2
+    assert spy.grids == [(3 * 3, 1)]  # ceil(70 / 32) x ceil(130 / 64) tiles
+
+
+def test_num_ctas_reaches_the_tma_launch_with_one_program_per_cluster(spy_on, monkeypatch):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    monkeypatch.setattr(tma_family, "INTERPRETER_PROGRAMS", 6)  # 6 stand-in SMs: 3 clusters of 2, fewer than 6 tiles
+    assert _error(Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1, num_ctas=2)) <= DTYPES["fp16"].tolerance
+    [(_, kwargs)] = spy.launches
+    assert kwargs["num_ctas"] == 2
+    assert spy.grids == [(3,)]
+
+
+def test_a_config_without_launch_options_passes_none(spy_on):
+    spy = spy_on(matmul_family, "matmul_tile")
+    assert _error(Config(32, 64, 32, 2, 1, 4, 2)) <= DTYPES["fp16"].tolerance
+    [(_, kwargs)] = spy.launches
+    assert "num_ctas" not in kwargs
