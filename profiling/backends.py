@@ -25,12 +25,20 @@ def no_flush() -> None:
     """The default: nothing runs between launches."""
 
 
-# Host time to enqueue one launch and its two events, generously. The GPU sleeps this long before
-# each launch so that the launch is queued before its start event runs: the events then measure the
-# kernels, not the host's launch overhead. A sleep per launch, not one up front, because a slow
-# launch (a kernel loaded from the cache on first use) would use up a single sleep.
+# Host time to enqueue one launch and its two events, at least. The GPU sleeps before each launch so that the
+# launch is queued before its start event runs: the events then measure the kernels, not the host's launch
+# overhead. A sleep per launch, not one up front, each as long as 1.5 times the host time of the launch before:
+# a persistent TMA launch builds its descriptors on the host, over 100 us of Python at some shapes (measured on
+# the H100 at 1000^3: 23 us timed for a 10 us kernel with a fixed 100 us sleep). Only the launch before counts,
+# so that a slow first launch (a kernel loaded from the cache) lengthens one sleep, not all of them.
 _ENQUEUE_SECONDS = 100e-6
-_SLEEP_CYCLES = int(_ENQUEUE_SECONDS * 2e9)  # 2 GHz is above any GPU clock: the sleep lasts at least that
+_HOST_MARGIN = 1.5
+_SLEEP_CYCLES_PER_SECOND = 2e9  # 2 GHz is above any GPU clock: a sleep lasts at least the time asked
+
+
+def sleep_cycles(previous_host_seconds: float) -> int:
+    """GPU sleep cycles before a launch, given the host seconds the launch before took to enqueue."""
+    return int(max(_ENQUEUE_SECONDS, _HOST_MARGIN * previous_host_seconds) * _SLEEP_CYCLES_PER_SECOND)
 
 
 SEPARATOR_KERNEL = "tune_gemm_launch_separator"
@@ -81,12 +89,15 @@ class EventsTimer(_Timer):
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        host_seconds = 0.0
         for i in range(count):
             flush()
-            torch.cuda._sleep(_SLEEP_CYCLES)
+            torch.cuda._sleep(sleep_cycles(host_seconds))
+            issued = time.perf_counter()
             starts[i].record()
             launch(i)
             ends[i].record()
+            host_seconds = time.perf_counter() - issued
         torch.cuda.synchronize()
         return [KernelTiming(subject, i, starts[i].elapsed_time(ends[i]) * 1e6) for i in range(count)]
 

@@ -67,8 +67,9 @@ def test_bias_and_flush_tune_and_check(tmp_path, space, monkeypatch, capsys, tim
     assert code == 0, printed
     [entry] = yaml.safe_load(out.read_text())
     assert entry["bias_vector"] is True and entry["time_us"] > 0 and entry["matmul_time_us"] > 0
-    [csv] = (tmp_path / "tune_gemm_work").glob("tune*/timings.csv")
-    names = set(pd.read_csv(csv)["kernel_name"])
+    rounds = list((tmp_path / "tune_gemm_work").glob("tune*/round*.csv"))  # the search's timings, one file a round
+    assert rounds
+    names = set(pd.concat([pd.read_csv(csv) for csv in rounds])["kernel_name"])
     assert FLUSH_KERNEL not in names and "torch.matmul" in names
     print(f"{timer} --icache_flush --bias_vector winner: {entry['time_us']} us, torch.addmm {entry['matmul_time_us']} us")
 
