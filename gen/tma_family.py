@@ -266,8 +266,8 @@ def pad_rows(copies: list) -> None:
 def tma_views(matrices: list) -> list:
     """Each matrix (rows, cols) itself when the copy engine can address it, else a copy whose rows are padded to
     16 bytes (a view of the original shape). The copies of one launch run as one kernel: odd leading dimensions
-    of A and B pay for it inside the timed launch, as they would in use. At 4095x4097x1023 (fp16) it takes
-    14.4-17.3 us on an H100, Inductor's two padding kernels 17.5 us, torch's two copies 27.2 us."""
+    of A and B pay for it inside the timed launch, as they would in use. At 4095x4097x1023 (fp16, H100) it takes
+    13.8 us, Inductor's two padding kernels 17.5 us, torch's two copies 27.2 us (BENCHMARKS.md, eighth run)."""
     views, copies = [], []
     for matrix in matrices:
         if _tma_readable(matrix):
