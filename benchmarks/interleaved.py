@@ -23,12 +23,12 @@ import statistics
 import time
 from collections.abc import Callable
 
+from profiling.backends import HOST_MARGIN, gpu_sleep_cycles
+
 FLUSH_BYTES = 256 * 1024 * 1024  # larger than any L2 (do_bench's own flush size)
 BUDGET_MS = 900.0  # GPU time for the timed rounds of one entry, all columns together
 WARMUP_MS = 50.0  # per call, before its estimate
 MIN_ROUNDS, MAX_ROUNDS = 10, 2000
-HEADROOM = 1.5  # the GPU's sleep plus flush before each call covers this many times the slowest host cost
-SLEEP_CYCLES_PER_US = 2000  # at most 2 GHz (the H100's peak is 1.98 GHz): the sleep lasts at least as long
 
 
 def round_orders(names: list[str], rounds: int) -> list[list[str]]:
@@ -45,9 +45,9 @@ def rounds_for(estimates_ms: list[float], budget_ms: float = BUDGET_MS) -> int:
 
 def sleep_us(host_us: list[float], flush_us: float, shortest_us: float) -> float:
     """How long the GPU sleeps before each call's flush. While the host issues a call, the GPU runs the call
-    before it (at least the shortest kernel), then the sleep and the flush: together they must outlast HEADROOM
+    before it (at least the shortest kernel), then the sleep and the flush: together they must outlast HOST_MARGIN
     times the slowest column's host cost, so that the call is queued before its window opens."""
-    return max(0.0, HEADROOM * max(host_us) - flush_us - shortest_us)
+    return max(0.0, HOST_MARGIN * max(host_us) - flush_us - shortest_us)
 
 
 def medians_us(samples_ms: dict[str, list[float]]) -> dict[str, float]:
@@ -91,7 +91,7 @@ def interleaved_medians_us(calls: dict[str, Callable[[], object]]) -> dict[str, 
     flush_end.synchronize()
     flush_us = flush_start.elapsed_time(flush_end) * 1e3
     pause_us = sleep_us(host_us, flush_us, min(estimates) * 1e3)
-    sleep_cycles = int(pause_us * SLEEP_CYCLES_PER_US)
+    sleep_cycles = gpu_sleep_cycles(pause_us * 1e-6)
     estimates = [estimate + (flush_us + pause_us) / 1e3 for estimate in estimates]
     events: dict[str, list] = {name: [] for name in calls}
     for order in round_orders(list(calls), rounds_for(estimates)):

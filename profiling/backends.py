@@ -32,13 +32,18 @@ def no_flush() -> None:
 # the H100 at 1000^3: 23 us timed for a 10 us kernel with a fixed 100 us sleep). Only the launch before counts,
 # so that a slow first launch (a kernel loaded from the cache) lengthens one sleep, not all of them.
 _ENQUEUE_SECONDS = 100e-6
-_HOST_MARGIN = 1.5
-_SLEEP_CYCLES_PER_SECOND = 2e9  # 2 GHz is above any GPU clock: a sleep lasts at least the time asked
+HOST_MARGIN = 1.5  # a GPU sleep meant to outlast host work lasts this many times that work
+_SLEEP_CYCLES_PER_SECOND = 2e9  # 2 GHz is above any GPU clock (the H100's peak is 1.98 GHz)
+
+
+def gpu_sleep_cycles(seconds: float) -> int:
+    """Cycles for torch.cuda._sleep that last at least `seconds` at any GPU clock."""
+    return int(seconds * _SLEEP_CYCLES_PER_SECOND)
 
 
 def sleep_cycles(previous_host_seconds: float) -> int:
     """GPU sleep cycles before a launch, given the host seconds the launch before took to enqueue."""
-    return int(max(_ENQUEUE_SECONDS, _HOST_MARGIN * previous_host_seconds) * _SLEEP_CYCLES_PER_SECOND)
+    return gpu_sleep_cycles(max(_ENQUEUE_SECONDS, HOST_MARGIN * previous_host_seconds))
 
 
 SEPARATOR_KERNEL = "tune_gemm_launch_separator"
