@@ -13,6 +13,12 @@ the same clock and power state).
     python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv --png bench.png
     python benchmarks/bench_gemm.py tuned.yaml --tune ../shared/bench_sizes.yaml --png b.png -- --search halving
     python benchmarks/bench_gemm.py output_tuning.yaml --csv report/bench.csv   # then tune_gemm --report report
+    python benchmarks/bench_gemm.py output_tuning.yaml --floors   # how far each column is from the floors
+
+With --floors, two references join the rounds (benchmarks/floors.py): an empty kernel (the launch floor) and one
+pass over A, B and C (the memory floor). Each row then gives the higher of the two as the shape's floor, every
+GEMM column's time as a multiple of it, and "ceiling vs best peer": the best peer's time over the floor, the most
+any kernel could be ahead of that peer at this shape.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 import triton  # noqa: E402
 
+from floors import LAUNCH_FLOOR, MEMORY_FLOOR, floor_calls  # noqa: E402
 from gen import write_module  # noqa: E402
 from interleaved import interleaved_medians_us  # noqa: E402
 from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, SCALED_MM, baseline_for  # noqa: E402
@@ -159,11 +166,14 @@ def compiled_peer(function, arguments: tuple):
     return (lambda: compiled(*arguments)), None
 
 
-def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
-    """Every column's median microseconds for one size (see the module docstring)."""
+def bench_entry(problem: GemmProblem, config, workdir: Path, floors: bool = False) -> Measured:
+    """Every column's median microseconds for one size (see the module docstring); with `floors`, the launch and
+    memory floors of benchmarks/floors.py are timed in the same rounds."""
     entry = entry_columns(problem, config, workdir)
     tutorial_call, tutorial = best_tutorial(entry.module, problem, entry.operands)
     calls = entry.calls | ({"triton tutorial": tutorial_call} if tutorial_call else {})
+    if floors:
+        calls |= floor_calls(*entry.operands[:3])
     times = {name: math.inf for name in (*PEERS, "triton tutorial")} | interleaved_medians_us(calls)
     return Measured(times, tutorial, entry.baseline, entry.failures)
 
@@ -171,6 +181,29 @@ def bench_entry(problem: GemmProblem, config, workdir: Path) -> Measured:
 def _ratio(peer_us: float, ours_us: float) -> float | str:
     """How many times faster tune_gemm is than a peer; "" when the peer has no time (it failed to compile)."""
     return round(peer_us / ours_us, 3) if math.isfinite(peer_us) else ""
+
+
+FLOOR_COLUMNS = ("floor us", "floor", "tune_gemm / floor", "cuBLAS / floor", "max-autotune / floor",
+                 "ceiling vs best peer")
+
+
+def floor_fields(times: dict[str, float]) -> dict[str, object]:
+    """The shape's floor (the higher of the launch and memory floors' times), each GEMM column's time over it, and
+    the best peer's time over it: what a kernel at the floor would measure "vs best peer"."""
+    floor_name = max((LAUNCH_FLOOR, MEMORY_FLOOR), key=times.__getitem__)
+    floor_us = times[floor_name]
+    fields = {"floor us": round(floor_us, 2), "floor": floor_name}
+    for name in ("tune_gemm", *PEERS):
+        fields[f"{name} / floor"] = round(times[name] / floor_us, 3) if math.isfinite(times[name]) else ""
+    fields["ceiling vs best peer"] = _ratio(min(times[peer] for peer in PEERS), floor_us)
+    return fields
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(str(row[column]) for column in columns) + " |")
 
 
 def geometric_mean(ratios: list) -> str:
@@ -208,6 +241,8 @@ def main() -> int:
                              "RESULTS are kept), then benchmark; arguments after -- go to tune_gemm")
     parser.add_argument("--csv", type=Path, help="write the table as CSV too")
     parser.add_argument("--png", type=Path, help="write a bar chart of TFLOP/s per shape and column")
+    parser.add_argument("--floors", action="store_true",
+                        help="time the launch and memory floors beside the columns (benchmarks/floors.py)")
     own, _, tuner_args = _split_at_dashes(sys.argv[1:])
     args = parser.parse_args(own)
     if args.tune:
@@ -221,7 +256,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for request in load_sizes(args.results, defaults):
-            measured = bench_entry(request.problem, request.config, Path(workdir))
+            measured = bench_entry(request.problem, request.config, Path(workdir), args.floors)
             times, tutorial = measured.times, measured.tutorial
             row = {"size": request.problem.label, "config": str(request.config), "cuBLAS call": measured.baseline}
             for name, us in times.items():
@@ -232,6 +267,8 @@ def main() -> int:
                 row[f"vs {peer}"] = _ratio(times[peer], times["tune_gemm"])
             row["vs best peer"] = _ratio(min(times[peer] for peer in PEERS), times["tune_gemm"])
             row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
+            if args.floors:
+                row |= floor_fields(times)
             row["tutorial config"] = tutorial
             row["failed columns"] = "; ".join(f"{name} {why}" for name, why in measured.failures.items())
             rows.append(row)
@@ -241,11 +278,10 @@ def main() -> int:
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}")
     columns = ["size", "config", "cuBLAS call", "tune_gemm TFLOP/s", "cuBLAS TFLOP/s", "max-autotune TFLOP/s",
                "triton tutorial TFLOP/s", "vs cuBLAS", "vs max-autotune", "vs best peer", "vs tutorial"]
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for row in rows:
-        print("| " + " | ".join(str(row[column]) for column in columns) + " |")
-    for column in ("vs cuBLAS", "vs max-autotune", "vs best peer"):
+    print_table(rows, columns)
+    if args.floors:
+        print_table(rows, ["size", f"{LAUNCH_FLOOR} us", f"{MEMORY_FLOOR} us", *FLOOR_COLUMNS])
+    for column in ("vs cuBLAS", "vs max-autotune", "vs best peer", *(["ceiling vs best peer"] if args.floors else [])):
         print(f"geometric mean {column}: {geometric_mean([r[column] for r in rows])}")
     if args.png:
         from reporting.plots import plot_tflops

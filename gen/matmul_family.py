@@ -142,6 +142,23 @@ def matmul_tile(
 
 
 @triton.jit
+def matmul_tile_static_shape(
+    a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+    stride_am: tl.constexpr, stride_ak: tl.constexpr, stride_bk: tl.constexpr, stride_bn: tl.constexpr,
+    stride_cm: tl.constexpr, stride_cn: tl.constexpr, stride_cs: tl.constexpr, stride_bias: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+    HAS_SCALES: tl.constexpr,
+):
+    """matmul_tile with the sizes and strides as compile-time constants (STATIC_SHAPE): one binary per shape, whose
+    grid walk, masks and K loop fold to constants. The run-time launchers use it; a generated module declares the
+    same parameters tl.constexpr in its own kernel instead."""
+    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,
+                GROUP_SIZE_M, SPLIT_K, EVEN_K, HAS_BIAS, HAS_SCALES)
+
+
+@triton.jit
 def splitk_reduce_tile(
     p_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_ps, stride_pm, stride_pn, stride_cm, stride_cn,
     stride_bias, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr,

@@ -37,14 +37,27 @@ _KERNEL = Template('''
 
 # ---- $config_name ------------------------------------------------------------
 @triton.jit
-def $kernel(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-            stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-            HAS_SCALES: tl.constexpr):
+def $kernel(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr,$shape_parameters
+            EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
     matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
                 stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M,
                 BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K,
                 EVEN_K=EVEN_K, HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES)
 ''')
+
+_SHAPE_PARAMETERS = (("M", "N", "K"), ("stride_am", "stride_ak", "stride_bk", "stride_bn"),
+                     ("stride_cm", "stride_cn", "stride_cs", "stride_bias"))
+_INDENT = "\n" + " " * 12
+
+
+def _shape_parameters(config: Config) -> str:
+    """The kernel's size and stride parameters: run-time values, or with STATIC_SHAPE compile-time constants."""
+    if not config.STATIC_SHAPE:
+        names = [name for line in _SHAPE_PARAMETERS for name in line]
+        return f" {', '.join(names[:6])},{_INDENT}{', '.join(names[6:])},"
+    return _INDENT + "# STATIC_SHAPE: sizes and strides are compile-time constants, one binary per shape" + "".join(
+        _INDENT + " ".join(f"{name}: tl.constexpr," for name in line) for line in _SHAPE_PARAMETERS)
+
 
 _REDUCE_KERNEL = Template('''
 
@@ -161,7 +174,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.SPLIT_K > 1 else "None",
             **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS}},
-            options=_options(config),
+            options=_options(config), shape_parameters=_shape_parameters(config),
         )
         if config.PERSISTENT_TMA:
             parts += [_TMA_KERNEL.substitute(names), _TMA_LAUNCHER.substitute(names)]

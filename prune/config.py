@@ -31,16 +31,20 @@ _TOKENS: dict[str, str] = {
     "WARP_SPECIALIZE": "WS",
     "EPILOGUE_SUBTILE": "ES",
     "STREAM_K": "STK",
+    # Plain-family knob (any GPU), printed only when set
+    "STATIC_SHAPE": "SS",
     # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
     "schedule_hint": "sched",
 }
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
 HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
+# Every knob that is 0 (off) or 1 (on).
+SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE")
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
 CLUSTER_SIZES = (1, 2, 4, 8)
 # The value of each field that names and results entries leave out: unset AMD knobs (None) are left out too.
-_UNPRINTED = {"num_ctas": 1, **{knob: 0 for knob in HOPPER_KNOBS}}
+_UNPRINTED = {"num_ctas": 1, **{knob: 0 for knob in SWITCHES}}
 _FIELD_OF_TOKEN = {token: field for field, token in _TOKENS.items()}
 _TOKEN_RE = re.compile(r"^([A-Za-z]+?)(\d+)$")
 _HINT_TOKEN_RE = re.compile(r"(?:^|_)sched([A-Z0-9_]*)$")  # as printed: upper case
@@ -58,9 +62,10 @@ _HINT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 def minimum_value(field: str) -> int:
-    """Smallest legal value of an integer config field: waves_per_eu 0 means the compiler's choice, Hopper
-    knobs 0 off, and num_stages 0 is AMD's stream pipeliner in ROCm files (see NUM_STAGES_FOR_AMD_ZERO)."""
-    return 0 if field in ("waves_per_eu", "num_stages") or field in HOPPER_KNOBS else 1
+    """Smallest legal value of an integer config field: waves_per_eu 0 means the compiler's choice, switches
+    (Hopper knobs, STATIC_SHAPE) 0 off, and num_stages 0 is AMD's stream pipeliner in ROCm files (see
+    NUM_STAGES_FOR_AMD_ZERO)."""
+    return 0 if field in ("waves_per_eu", "num_stages") or field in SWITCHES else 1
 
 
 def _hint_token(hint: str) -> str:
@@ -80,7 +85,7 @@ def _check_hint(hint: object) -> None:
 
 
 def _printed(field: str, value: int | str | None) -> bool:
-    """Whether a field appears in names and results entries: unset AMD knobs, Hopper knobs that are off and
+    """Whether a field appears in names and results entries: unset AMD knobs, switches that are off and
     num_ctas 1 do not."""
     return value is not None and _UNPRINTED.get(field) != value
 
@@ -111,6 +116,9 @@ class Config:
     # NVIDIA compute capability 9+: each program runs as a cluster of this many CTAs that split its tile (Triton's
     # num_ctas launch option). Last, since configs are built positionally by the fields above.
     num_ctas: int = 1
+    # 1: the plain family's kernel takes M, N, K and the strides as compile-time constants, one binary per shape
+    # (gen.matmul_family.matmul_tile_static_shape): less index arithmetic on the path of a launch-bound kernel.
+    STATIC_SHAPE: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():  # runs for every config of the space: kept lean
@@ -123,7 +131,7 @@ class Config:
             # bool is an int subclass; True is no block size
             if type(value) is not int or value < least:
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
-            if value > 1 and name in HOPPER_KNOBS:
+            if value > 1 and name in SWITCHES:
                 raise ValueError(f"{name} must be 0 (off) or 1 (on), got {value!r}")
             if name == "num_ctas" and value not in CLUSTER_SIZES:
                 raise ValueError(f"num_ctas must be one of {CLUSTER_SIZES}, got {value!r}")
@@ -158,8 +166,8 @@ class Config:
         return {name: getattr(self, name) for name in HOPPER_KNOBS if getattr(self, name)}
 
     def as_dict(self) -> dict[str, int | str]:
-        """Field -> value; AMD knobs only when set; Hopper knobs only when on and num_ctas only when not 1 (the ROCm
-        script knows neither)."""
+        """Field -> value; AMD knobs only when set; switches only when on and num_ctas only when not 1 (the ROCm
+        script knows none of them)."""
         return {name: value for name, value in asdict(self).items() if _printed(name, value)}
 
     @classmethod

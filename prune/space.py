@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields, replace
 
-from prune.config import CLUSTER_SIZES, HOPPER_KNOBS, Config, minimum_value
+from prune.config import CLUSTER_SIZES, HOPPER_KNOBS, SWITCHES, Config, minimum_value
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class RangeSpace:
     num_warps: tuple[int, ...] = (1, 2, 4, 8)
     num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
     num_ctas: tuple[int, ...] = (1,)  # CTAs per program (thread-block cluster), in either kernel family
+    static_shape: tuple[int, ...] = (0,)  # 1: sizes and strides as compile-time constants (plain family)
     # AMD-only knobs: (None,) means not set, as on NVIDIA
     waves_per_eu: tuple[int | None, ...] = (None,)
     matrix_instr_nonkdim: tuple[int | None, ...] = (None,)
@@ -61,11 +62,14 @@ _FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stre
 # num_ctas > 1 stays out too: measured on the H100 (Triton 3.6, 4096^3 and 8192^3 fp16), every config tried ran
 # 3-21% slower with num_ctas=2 than the same config with 1, in the plain and the TMA family alike (a later run at
 # 4096^3: 13-59% slower); a space file can ask for it (`num_ctas: [1, 2]`).
-FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1))
-# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it.
+# STATIC_SHAPE joins it too; the rules keep it only for launch-bound sizes, where it was measured to pay.
+FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1))
+# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as does STATIC_SHAPE
+# until it is measured there (a space file can ask for it).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
 AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
-                    warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), schedule_hint=("none",))
+                    warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), static_shape=(0,),
+                    schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -77,7 +81,7 @@ _SPACE_KEYS = {
     "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "num_ctas": "num_ctas",
     "waves_per_eu": "waves_per_eu", "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack",
     "PERSISTENT_TMA": "persistent_tma", "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile",
-    "STREAM_K": "stream_k", "schedule_hint": "schedule_hint",
+    "STREAM_K": "stream_k", "STATIC_SHAPE": "static_shape", "schedule_hint": "schedule_hint",
 }
 _CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
 
@@ -102,7 +106,7 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
         if (not isinstance(choices, list) or not choices
                 or not all(isinstance(c, int) and not isinstance(c, bool) and c >= least for c in choices)):
             raise ValueError(f"{where}: {key} must be an integer >= {least} or a non-empty list of them")
-        if key in HOPPER_KNOBS and any(c > 1 for c in choices):
+        if key in SWITCHES and any(c > 1 for c in choices):
             raise ValueError(f"{where}: {key} values must be 0 (off) or 1 (on)")
         if key == "num_ctas" and not set(choices) <= set(CLUSTER_SIZES):
             raise ValueError(f"{where}: num_ctas values must be among {CLUSTER_SIZES} (CTAs per cluster)")

@@ -3,8 +3,9 @@ PERSISTENT_TMA configs) run on any shape.
 
 Why not the generated modules the tuner writes: a generated module is written per problem size and holds
 one named kernel per config so that profilers can attribute time by kernel name. At run time one config
-serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile` and its
-split-K `splitk_reduce_tile`, or `tma_persistent_tile`) are launched with the config's block sizes and knobs
+serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile`, or
+`matmul_tile_static_shape` for STATIC_SHAPE configs, and its split-K `splitk_reduce_tile`, or
+`tma_persistent_tile`) are launched with the config's block sizes and knobs
 bound as compile-time constants, exactly what a generated per-config kernel binds. The families' launch
 functions do the rest (grid, EVEN_K, split-K partials and reduction, TMA descriptors), so the tuner and the
 run-time share one kernel and one launch path per family, and nothing is written to disk. Triton compiles and
@@ -69,7 +70,8 @@ def launcher_for(config: Config) -> Launcher:
         kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
         variant = tma_family.TmaVariant(epilogue_subtile=knobs["EPILOGUE_SUBTILE"], stream_k=knobs["STREAM_K"])
         return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, variant))
-    kernel = _Bound(family.matmul_tile, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})
+    tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
+    kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})
     reduce_kernel = None
     if config.SPLIT_K > 1:
         reduce_kernel = _Bound(family.splitk_reduce_tile, {"SPLIT_K": config.SPLIT_K, "BLOCK": family.REDUCE_BLOCK.value})

@@ -27,6 +27,7 @@ SPLIT_K: [1, 2]
 num_warps: [1]
 num_stages: [1, 2]
 PERSISTENT_TMA: [0]
+STATIC_SHAPE: [0]
 """
 
 

@@ -17,8 +17,9 @@ from prune.config import Config
 from tuner.order import visiting_order
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search.py"
+# 6 configs of 2 shapes at 32x32x32: refine refines it
 SPACE = {"BLOCK_SIZE_M": [16, 32], "BLOCK_SIZE_N": [16], "BLOCK_SIZE_K": [16], "GROUP_SIZE_M": [1], "SPLIT_K": [1],
-         "num_warps": [1], "num_stages": [1, 2, 3]}  # 6 configs of 2 shapes at 32x32x32: refine refines it
+         "num_warps": [1], "num_stages": [1, 2, 3], "STATIC_SHAPE": [0]}
 
 
 def _command(tmp_path: Path, searches: str, *extra: str) -> list[str]:

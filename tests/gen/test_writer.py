@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 
 import pytest
 import torch
 from helpers import problem, spied_check
+
+from dataclasses import replace
 
 from gen import generated_filename, render, write_module
 from gen.loader import load_module
@@ -74,6 +77,38 @@ def test_split_k_partials_are_summed(tmp_path, interpreter_env):
     a, b, c = module.make_operands(module.PROBLEM, "cpu")
     module.LAUNCHERS[str(Config(16, 16, 16, 1, 8, 1, 1))](a, b, c)
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-2)
+
+
+# STATIC_SHAPE: the kernel declares the sizes and strides tl.constexpr, so Triton compiles one binary per shape
+STATIC_CONFIGS = [replace(CONFIGS[0], STATIC_SHAPE=1), replace(CONFIGS[1], STATIC_SHAPE=1)]  # the second splits K
+SHAPE_PARAMETERS = ["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn",
+                    "stride_cs", "stride_bias"]
+
+
+def constant_parameters(kernel) -> list[str]:
+    """The parameters a @triton.jit function declares tl.constexpr, in order."""
+    return [name for name, parameter in inspect.signature(kernel.fn).parameters.items()
+            if "constexpr" in str(parameter.annotation)]
+
+
+def test_static_shape_kernels_declare_sizes_and_strides_constant(tmp_path, interpreter_env):
+    module = load_module(write_module(problem(33, 17, 64), [CONFIGS[0], *STATIC_CONFIGS], tmp_path))
+    assert not set(SHAPE_PARAMETERS) & set(constant_parameters(getattr(module, kernel_name(CONFIGS[0]))))
+    for config in STATIC_CONFIGS:
+        assert constant_parameters(getattr(module, kernel_name(config))) == [
+            *SHAPE_PARAMETERS, "EVEN_K", "HAS_BIAS", "HAS_SCALES"]
+
+
+@pytest.mark.parametrize("col_a,col_b", [(False, False), (True, True)])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_static_shape_configs_match_float64_at_an_odd_size(tmp_path, interpreter_env, monkeypatch, dtype, col_a,
+                                                           col_b):
+    p = problem(33, 17, 64, dtype, col_a, col_b)
+    module = load_module(write_module(p, STATIC_CONFIGS, tmp_path))
+    for config in STATIC_CONFIGS:
+        error, kwargs, grid = spied_check(monkeypatch, module, config, seed=5)
+        assert error <= p.dtype_a.tolerance, (config, error)
+        assert grid == (-(-33 // config.BLOCK_SIZE_M) * -(-17 // config.BLOCK_SIZE_N), config.SPLIT_K)  # as without
 
 
 # num_ctas=2: Triton runs each program as a cluster of two CTAs that split its tile; the grid stays one program per

@@ -1,6 +1,7 @@
 """On a GPU (`pytest -m gpu`): the run-time matmul against float64 for fp16/bf16/fp32 and every layout, through
-tuned, bucketed and default configs; a results file from a real tuning run; the custom op under
-torch.compile(fullgraph=True); a tuned config too big for the GPU replaced by the default with a warning."""
+tuned, bucketed and default configs (a STATIC_SHAPE one among them); a results file from a real tuning run; the
+custom op under torch.compile(fullgraph=True); a tuned config too big for the GPU replaced by the default with a
+warning."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ ENTRIES = """\
 - {{M: 256, N: 256, K: 256, rowMajorA: N, rowMajorB: N, dtype_c: fp32, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 64, SPLIT_K: 2, num_warps: 4, num_stages: 3, gpu: {gpu}}}
 - {{M: 2048, N: 2048, K: 2048, dtype_a: fp32, dtype_b: fp32, dtype_c: fp32, BLOCK_SIZE_M: 128, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 5, gpu: {gpu}}}
 - {{M: 512, N: 512, K: 512, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, num_warps: 1, num_stages: 1, gpu: Some Other GPU}}
+- {{M: 16, N: 16, K: 16, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, num_warps: 2, num_stages: 2, STATIC_SHAPE: 1, gpu: {gpu}}}
 - {{M: 1024, N: 1024, K: 1024, rowMajorB: N, BLOCK_SIZE_M: 128, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 64, GROUP_SIZE_M: 8, num_warps: 4, num_stages: 3, PERSISTENT_TMA: 1, gpu: {gpu}}}
 """
 # (M, N, K, dtype, A column-major, B column-major, out dtype, expected rule)
@@ -46,6 +48,8 @@ CASES = [
     pytest.param(1024, 1024, 1024, "fp16", False, True, None, EXACT, marks=NEEDS_TMA),  # persistent TMA config
     pytest.param(1000, 1000, 1000, "fp16", False, True, None, BUCKET, marks=NEEDS_TMA),  # on odd leading dims
     (16, 4096, 4096, "fp16", False, False, None, EXACT),
+    (16, 16, 16, "fp16", False, False, None, EXACT),  # STATIC_SHAPE: sizes compiled in as constants
+    (13, 16, 16, "fp16", False, False, None, M_BUCKET),  # ... and another binary for a neighbouring shape
     (13, 4096, 4096, "fp16", False, False, None, M_BUCKET),
     (1000, 1000, 1000, "bf16", True, False, None, EXACT),
     (900, 1000, 1000, "bf16", True, False, None, M_BUCKET),

@@ -76,7 +76,8 @@ def test_gpu_faults_are_survived(tmp_path, monkeypatch):
 
     space = tmp_path / "space.yaml"
     space.write_text("BLOCK_SIZE_M: [64, 128]\nBLOCK_SIZE_N: [64, 128]\nBLOCK_SIZE_K: [64]\nGROUP_SIZE_M: [1]\n"
-                     "SPLIT_K: [1]\nnum_warps: [4]\nnum_stages: [3]\nPERSISTENT_TMA: [0]\n")  # 4 plain configs
+                     "SPLIT_K: [1]\nnum_warps: [4]\nnum_stages: [3]\nPERSISTENT_TMA: [0]\n"
+                     "STATIC_SHAPE: [0]\n")  # 4 plain configs
     faulty = {"BM64_BN64_BK64_GM1_SK1_nW4_nS3": "memory", "BM64_BN128_BK64_GM1_SK1_nW4_nS3": "crash",
               "BM128_BN64_BK64_GM1_SK1_nW4_nS3": "raise"}
     monkeypatch.setenv(ENV_VAR, ",".join(f"{name}={fault}" for name, fault in faulty.items()))

@@ -13,7 +13,7 @@ from prune.config import AMD_KNOBS, CLUSTER_SIZES, KERNEL_PREFIX, Config, Config
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
-          "STREAM_K", "schedule_hint", "num_ctas")
+          "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
@@ -101,6 +101,20 @@ def test_num_ctas_in_results_entries_and_launch_options_only_when_not_1():
     amd = Config(64, 64, 64, waves_per_eu=0, kpack=2)
     assert amd.launch_options == amd.amd_knobs == {"waves_per_eu": 0, "kpack": 2}
     assert Config(64, 64, 64, kpack=2, num_ctas=2).launch_options == {"kpack": 2, "num_ctas": 2}
+
+
+def test_static_shape_prints_as_ss_only_when_on_and_reads_back():
+    static = Config(16, 16, 16, 1, 1, 2, 2, STATIC_SHAPE=1)
+    assert str(static) == "BM16_BN16_BK16_GM1_SK1_nW2_nS2_SS1"
+    assert str(replace(static, STATIC_SHAPE=0)) == "BM16_BN16_BK16_GM1_SK1_nW2_nS2"  # names as before
+    assert Config.parse("BM16_BN16_BK16_GM1_SK1_nW2_nS2_SS1") == static
+    assert Config.parse(f"{KERNEL_PREFIX}M16_N16_K16_BM16_BN16_BK16_nS1_SS1") == Config(16, 16, 16, num_stages=1,
+                                                                                       STATIC_SHAPE=1)
+    assert static.as_dict()["STATIC_SHAPE"] == 1 and Config.from_mapping(static.as_dict()) == static
+    assert "STATIC_SHAPE" not in Config(16, 16, 16).as_dict()
+    assert static.launch_options == {}  # a kernel signature, not a launch option
+    with pytest.raises(ValueError, match="STATIC_SHAPE must be 0"):
+        Config(16, 16, 16, STATIC_SHAPE=2)
 
 
 @pytest.mark.parametrize("bad", [3, 6, 16, 0])

@@ -114,6 +114,17 @@ CASES = [
     ("clusters", BIG, replace(C(128, 128, 64), num_ctas=2), SMALL_GPU, False),
     ("clusters", BIG, replace(C(128, 128, 64), num_ctas=2), IP, True),
     ("clusters", BIG, C(128, 128, 64), SMALL_GPU, True),
+    # static_shape: tiles*SPLIT_K <= SMs (132) and at most 8 K iterations; a config without the knob always
+    ("static_shape", problem(16, 16, 16), replace(C(16, 16, 16), STATIC_SHAPE=1), IP, True),
+    ("static_shape", MID, replace(C(64, 128, 128), STATIC_SHAPE=1), IP, True),  # 128 tiles, 8 iterations
+    ("static_shape", MID, replace(C(64, 128, 64), STATIC_SHAPE=1), IP, False),  # 16 iterations
+    ("static_shape", SKINNY, replace(C(16, 64, 256, sk=2), STATIC_SHAPE=1), IP, True),  # 64 tiles x 2 slices
+    ("static_shape", SKINNY, replace(C(16, 64, 256, sk=4), STATIC_SHAPE=1), IP, False),  # 256 programs > 132 SMs
+    ("static_shape", BIG, replace(C(128, 128, 64), STATIC_SHAPE=1), IP, False),
+    ("static_shape", BIG, C(128, 128, 64), IP, True),
+    ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1, PERSISTENT_TMA=1), IP, False),
+    ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1), IP, True),
+    ("static_shape_plain", MID, replace(C(64, 128, 128), PERSISTENT_TMA=1), IP, True),
 ]
 
 
@@ -138,9 +149,9 @@ def test_rules_by_name_matches_rules():
     assert list(RULES_BY_NAME) == [r.name for r in RULES + FAMILY_RULES]
     assert [r.name for r in RULES] == [
         "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers", "block_size",
-        "large_gemm", "num_stages", "clusters",
+        "large_gemm", "num_stages", "clusters", "static_shape",
     ]
-    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "tma_tile", "epilogue_subtile", "tma_shared_memory",
+    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "epilogue_subtile", "tma_shared_memory",
                                              "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
                                              "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
@@ -361,8 +372,9 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 5 kernel-family variants per tile config: plain, TMA, TMA+WS, TMA+ES, TMA+WS+ES (STREAM_K is opt-in)
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 5
+    # 5 kernel-family variants per tile config: plain, TMA, TMA+WS, TMA+ES, TMA+WS+ES (STREAM_K is opt-in); each tile
+    # config with and without STATIC_SHAPE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 5 * 2
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -393,13 +405,17 @@ def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
 
 
 def test_prune_known_counts_on_interpreter(full_results):
-    # README: "4096^3 fp16 on H100: 2024 (872 plain, 1152 TMA); 16x4096x4096: 3428"
+    # README: "4096^3 fp16 on H100: 2024 (872 plain, 1152 TMA); 16x4096x4096: 3642, 214 of them STATIC_SHAPE"
     big = full_results[(BIG, IP.name)]
     assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 872
     assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1152
-    assert len(full_results[(SKINNY, IP.name)].configs) == 3428  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 5 family variants
-    assert big.removed_by_rule["split_k"] == 5 * 48_000
+    assert not any(c.STATIC_SHAPE for c in big.configs)  # 4096^3 is not launch-bound
+    skinny = full_results[(SKINNY, IP.name)].configs
+    assert len(skinny) == 3642  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
+    assert len([c for c in skinny if c.STATIC_SHAPE]) == 214
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 5 family variants, with and
+    # without STATIC_SHAPE
+    assert big.removed_by_rule["split_k"] == 5 * 2 * 48_000
     assert all(c.SPLIT_K == 1 for c in big.configs)
     assert all(min(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) >= 64 and c.BLOCK_SIZE_K >= 32 and c.num_warps >= 4
                for c in big.configs)

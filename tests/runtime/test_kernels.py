@@ -1,5 +1,6 @@
 """runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
-them, reach the family kernel's launch, on the grid the family gives it."""
+them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
+constant-shape kernel, right on every shape."""
 
 from __future__ import annotations
 
@@ -60,3 +61,15 @@ def test_a_config_without_launch_options_passes_none(spy_on):
     assert _error(Config(32, 64, 32, 2, 1, 4, 2)) <= DTYPES["fp16"].tolerance
     [(_, kwargs)] = spy.launches
     assert "num_ctas" not in kwargs
+
+
+def test_a_static_shape_config_launches_the_constant_shape_kernel_right_on_each_shape(spy_on):
+    spy = spy_on(matmul_family, "matmul_tile_static_shape")
+    config = Config(32, 64, 32, 1, 2, 4, 1, STATIC_SHAPE=1)  # split K too: the partials' strides are constants
+    assert _error(config) <= DTYPES["fp16"].tolerance
+    generator = torch.Generator().manual_seed(2)
+    a, b = torch.randn(33, 64, generator=generator).half(), torch.randn(64, 17, generator=generator).half()
+    c = torch.full((33, 17), float("nan"), dtype=torch.float16)
+    kernels.launcher_for(config)(a, b, c)  # the same launcher on another shape: Triton compiles another binary
+    assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
+    assert [args[6:9] for args, _ in spy.launches] == [(M, N, K), (33, 17, 64)]  # the sizes, as constants

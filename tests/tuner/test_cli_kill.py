@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TRIALS = 20
 SIZES = "- {M: 16, N: 16, K: 16}\n- {M: 32, N: 16, K: 16}\n- {M: 16, N: 32, K: 32}\n"
 SPACE = "BLOCK_SIZE_M: [16]\nBLOCK_SIZE_N: [16]\nBLOCK_SIZE_K: [16]\nnum_warps: [1]\nnum_stages: [1]\nSPLIT_K: [1]\n" \
-        "GROUP_SIZE_M: [1]\n"
+        "GROUP_SIZE_M: [1]\nSTATIC_SHAPE: [0]\n"
 
 
 def _command() -> list[str]:

@@ -20,7 +20,7 @@ from tuner.order import visiting_order
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = ["-m", "32", "-n", "32", "-k", "32"]
 SPACE = ("BLOCK_SIZE_M: [16, 32]\nBLOCK_SIZE_N: [16, 32]\nBLOCK_SIZE_K: [16, 32]\nGROUP_SIZE_M: [1]\nSPLIT_K: [1]\n"
-         "num_warps: [1]\nnum_stages: [1]\n")
+         "num_warps: [1]\nnum_stages: [1]\nSTATIC_SHAPE: [0]\n")
 
 
 @pytest.fixture
