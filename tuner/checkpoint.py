@@ -43,10 +43,14 @@ class Checkpoint:
     rounds: list[RoundState] = field(default_factory=list)
     resumed: bool = False  # loaded from an earlier run's file
 
+    @staticmethod
+    def path_for(workdir: Path, file_tag: str) -> Path:
+        return Path(workdir).resolve() / DIRECTORY / f"{file_tag}.json"
+
     @classmethod
     def open(cls, workdir: Path, file_tag: str, key: dict) -> Checkpoint:
         """The checkpoint of this problem and key: the earlier run's if its file matches, else a fresh one."""
-        path = Path(workdir).resolve() / DIRECTORY / f"{file_tag}.json"
+        path = cls.path_for(workdir, file_tag)
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):  # none yet, or not ours to trust

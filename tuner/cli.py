@@ -19,7 +19,7 @@ from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from prune.space import RangeSpace, space_for, space_from_mapping
 from reporting.outputs import EXPORTERS, keep_timings, plan_outputs, write_outputs
 from tuner import benchmark, run_knobs
-from tuner.checkpoint import discard
+from tuner.checkpoint import Checkpoint, discard
 from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES, check_combination, check_device_runs, dtype_named
 from tuner.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_WRONG_RESULT, UserError
@@ -196,6 +196,9 @@ def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneS
         if not args.retune:
             entries = read_entries(args.tuning_results_file)
             todo = [r for r in requests if not recorded(entries, r.problem)]
+            for request in requests:
+                if request not in todo:  # a run killed between recording it and discarding its checkpoint left it
+                    discard(Checkpoint.path_for(settings.workdir, request.problem.file_tag))
             if len(todo) < len(requests):
                 console.print(f"skipping {len(requests) - len(todo)} size(s) already in {args.tuning_results_file} "
                               "(--retune to tune them again)")

@@ -11,6 +11,7 @@ import yaml
 
 from helpers import problem
 from prune.config import Config
+from tuner.checkpoint import Checkpoint
 from tuner.cli import main
 from tuner.sizes import load_sizes
 
@@ -121,6 +122,18 @@ def test_rerun_skips_recorded_sizes_unless_retune(tmp_path, space_file, monkeypa
     assert "skipping 1 size(s)" in out and "tuned 0 size(s)" in out and results.read_text() == first
     assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16", extra=["--retune"])[0] == 0
     assert "tuned 1 size(s)" in capsys.readouterr().out
+
+
+def test_a_recorded_size_leaves_no_checkpoint_behind(tmp_path, space_file, monkeypatch, capsys):
+    # kill -9 between recording a size and discarding its checkpoint: the rerun, which skips the size, removes it
+    monkeypatch.chdir(tmp_path)
+    assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")[0] == 0
+    left = Checkpoint.path_for(tmp_path, problem(16, 16, 16).file_tag)
+    left.parent.mkdir(parents=True)
+    left.write_text("{}")
+    assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")[0] == 0
+    assert "skipping 1 size(s)" in capsys.readouterr().out
+    assert not (tmp_path / "tune_gemm_work").exists()
 
 
 def test_a_second_tuner_on_the_same_results_file_is_refused(tmp_path, space_file, monkeypatch, capsys):
