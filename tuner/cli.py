@@ -195,9 +195,11 @@ def _tune(requests: list[SizeRequest], args: argparse.Namespace, settings: TuneS
     with exclusive(args.tuning_results_file):
         if not args.retune:
             entries = read_entries(args.tuning_results_file)
-            todo = [r for r in requests if not recorded(entries, r.problem)]
+            todo = []
             for request in requests:
-                if request not in todo:  # a run killed between recording it and discarding its checkpoint left it
+                if not recorded(entries, request.problem):
+                    todo.append(request)
+                else:  # a run killed between recording the size and discarding its checkpoint left that file
                     discard(Checkpoint.path_for(settings.workdir, request.problem.file_tag))
             if len(todo) < len(requests):
                 console.print(f"skipping {len(requests) - len(todo)} size(s) already in {args.tuning_results_file} "
