@@ -20,6 +20,8 @@ from collections.abc import Callable
 import triton
 import triton.language as tl
 
+from prune.rules import cdiv
+
 STREAM_BLOCK = 8192  # elements per program of the streaming kernel: 16 KiB of fp16, in 16-byte loads
 ELEMENTS_PER_WARP = 1024  # 32 per thread: a few 16-byte loads each
 LAUNCH_FLOOR = "launch floor"
@@ -80,10 +82,6 @@ def storage(matrix):
     raise ValueError(f"a matrix of shape {tuple(matrix.shape)} and strides {matrix.stride()} is not dense")
 
 
-def blocks(count: int, block: int) -> int:
-    return -(-count // block)
-
-
 def block_for(largest: int) -> int:
     """Elements per program: STREAM_BLOCK, or for small matrices the power of two that holds the largest whole,
     so that a tiny GEMM's floor is not a kernel mostly masked off."""
@@ -97,9 +95,9 @@ def stream_call(a, b, c, block: int | None = None) -> tuple[Callable[[], None], 
     flat_a, flat_b, flat_c = storage(a), storage(b), storage(c)
     block = block or block_for(max(flat_a.numel(), flat_b.numel(), flat_c.numel()))
     warps = min(8, max(1, block // ELEMENTS_PER_WARP))
-    a_blocks, b_blocks = blocks(flat_a.numel(), block), blocks(flat_b.numel(), block)
+    a_blocks, b_blocks = cdiv(flat_a.numel(), block), cdiv(flat_b.numel(), block)
     sums = torch.empty(a_blocks + b_blocks, dtype=torch.float32, device=a.device)
-    grid = (a_blocks + b_blocks + blocks(flat_c.numel(), block),)
+    grid = (a_blocks + b_blocks + cdiv(flat_c.numel(), block),)
 
     def call() -> None:
         stream_kernel[grid](flat_a, flat_b, flat_c, sums, flat_a.numel(), flat_b.numel(), flat_c.numel(), a_blocks,
