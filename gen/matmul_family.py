@@ -6,7 +6,7 @@ import argparse
 import functools
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.pool import ThreadPool
 
 if "--interpret" in sys.argv:  # must be set before Triton is imported
@@ -35,6 +35,11 @@ class Problem:
     dtype_c: torch.dtype
     tolerance: float  # relative-norm error allowed against the float64 reference
     bias: bool = False  # C += bias[m] on row m (the ROCm script's --bias_vector), bias in C's dtype
+
+    def transposed(self) -> "Problem":
+        """C^T (N x M) = B^T A^T, as a SWAP_AB launch computes it: B^T is column-major where B is row-major."""
+        return replace(self, M=self.N, N=self.M, col_a=not self.col_b, col_b=not self.col_a, dtype_a=self.dtype_b,
+                       dtype_b=self.dtype_a)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@
 # ---------------------------------------------------------------------------------------------
 import functools  # noqa: I001 (the block below is cut out by the generator: it stays apart)
 
+from triton.language.extra.cuda import gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 # family-imports-begin (the generator drops these lines: the plain family above defines the names)
@@ -87,7 +88,7 @@ def tma_persistent_tile(
     stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    HAS_SCALES: tl.constexpr,
+    HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -98,7 +99,13 @@ def tma_persistent_tile(
     in int32, exactly, into an int32 C.
 
     STREAM_K: the tiles that would leave a last wave partly idle are shared out by K iterations instead
-    (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise."""
+    (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise.
+
+    AFTER_COPIES: the launch padded A or B in the kernel just before this one and launched this one as its
+    programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they wait
+    here until the copy is complete and its writes visible."""
+    if AFTER_COPIES:
+        gdc_wait()
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
@@ -298,6 +305,7 @@ class TmaVariant:
 
     epilogue_subtile: bool = False
     stream_k: bool = False
+    swap_ab: bool = False  # compute C^T = B^T A^T: the launch passes the transposed views of the three matrices
 
 
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
@@ -331,6 +339,7 @@ class TmaArguments:
     a_col: bool
     b_col: bool
     c_tma: bool
+    after_copies: bool  # a padding copy runs just before the GEMM (see pdl_options)
 
 
 def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArguments:
@@ -341,11 +350,21 @@ def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArg
         c_arg, stride_cm, stride_cn = TensorDescriptor.from_tensor(c, output_block(config, epilogue_subtile)), None, None
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
-    a_view, b_view = tma_views([operand_matrix(a, a_col), operand_matrix(b, b_col)])
+    operands = [operand_matrix(a, a_col), operand_matrix(b, b_col)]
+    copies = not all(_tma_readable(matrix) for matrix in operands)
+    a_view, b_view = tma_views(operands)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
                         TensorDescriptor.from_tensor(b_view, [bn, bk] if b_col else [bk, bn]),
-                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma)
+                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED)
+
+
+def pdl_options(after_copies: bool) -> dict:
+    """Launch options of a GEMM that follows its padding copy: a programmatic dependent launch (Hopper+), whose
+    programs wait for the copy inside the kernel (AFTER_COPIES) instead of behind it in the stream, which hides the
+    gap between the two kernels: at 4095x4097x1023 (fp16, H100) a launch took 75.3-76.0 us so against 76.6-77.3 us
+    (BENCHMARKS.md, tenth run). The interpreter, which knows no grid dependencies, never gets them."""
+    return {"AFTER_COPIES": True, "launch_pdl": True} if after_copies else {}
 
 
 def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=None, scale_a=None, scale_b=None):
@@ -354,7 +373,13 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
 
     C is written in place: through a descriptor when the copy engine can address it, else through masked
     pointer stores. A padded copy of C would cost a copy back out after the kernel (and one in before it,
-    to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097."""
+    to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097.
+
+    variant.swap_ab: the kernel computes C^T = B^T A^T on the transposed views, so C^T is written in place too."""
+    if variant.swap_ab:
+        if bias is not None:
+            raise ValueError("SWAP_AB computes C^T, whose columns a bias on the rows of C would fall on: no bias")
+        a, b, c = b.t(), a.t(), c.t()
     M, K = a.shape
     N = b.shape[1]
     args = tma_arguments(config, variant.epilogue_subtile, a, b, c)
@@ -365,9 +390,18 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **dict(config.options),
+        **pdl_options(args.after_copies), **dict(config.options),
     )
     return c
+
+
+def takes_copies(problem) -> bool:
+    """Whether a launch on this problem's contiguous operands pads one of them, as tma_arguments decides: a row of A
+    (K elements), of a column-major A's transpose (M), of B (N) or of a column-major B's transpose (K) that does not
+    start 16-byte aligned."""
+    row_bytes = [(problem.M if problem.col_a else problem.K) * problem.dtype_a.itemsize,
+                 (problem.K if problem.col_b else problem.N) * problem.dtype_b.itemsize]
+    return any(row % TMA_ALIGNMENT_BYTES for row in row_bytes)
 
 
 def _mock_descriptor(dtype, rows: int, cols: int, block: list):
@@ -381,6 +415,8 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     layouts and dtypes (C contiguous, as the tuner allocates it), without launching."""
     if INTERPRETED:
         return {}
+    if variant.swap_ab:
+        problem = problem.transposed()
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
@@ -388,12 +424,13 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         problem.dtype_a, M, K, [bm, bk])
     b_desc = _mock_descriptor(problem.dtype_b, N, K, [bn, bk]) if problem.col_b else _mock_descriptor(
         problem.dtype_b, K, N, [bk, bn])
-    c_tma = N * problem.dtype_c.itemsize % TMA_ALIGNMENT_BYTES == 0  # a contiguous C's rows, as _tma_readable sees them
+    # a contiguous C's rows, as _tma_readable sees them; C^T (SWAP_AB) has no unit inner stride
+    c_tma = not variant.swap_ab and N * problem.dtype_c.itemsize % TMA_ALIGNMENT_BYTES == 0
     if c_tma:
         c_arg, c_strides = (_mock_descriptor(problem.dtype_c, M, N, output_block(config, variant.epilogue_subtile)),
                             (None, None))
-    else:  # a contiguous C's real strides: Triton specializes on them (divisibility by 16, a stride of 1)
-        c_arg, c_strides = mock(problem.dtype_c), (N, 1)
+    else:  # the real strides of a contiguous C, or of C^T: Triton specializes on them (divisibility by 16, a 1)
+        c_arg, c_strides = mock(problem.dtype_c), ((1, M) if variant.swap_ab else (N, 1))
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
     scratch = (mock(torch.int32 if problem.dtype_a == torch.int8 else torch.float32), mock(torch.int32)) if (
@@ -402,5 +439,5 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         a_desc, b_desc, c_arg, bias, *scales, *scratch, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **dict(config.options),
+        **pdl_options(takes_copies(problem)), **dict(config.options),
     ))

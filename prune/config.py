@@ -31,6 +31,7 @@ _TOKENS: dict[str, str] = {
     "WARP_SPECIALIZE": "WS",
     "EPILOGUE_SUBTILE": "ES",
     "STREAM_K": "STK",
+    "SWAP_AB": "SWAP",
     # Plain-family knob (any GPU), printed only when set
     "STATIC_SHAPE": "SS",
     # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
@@ -38,7 +39,9 @@ _TOKENS: dict[str, str] = {
 }
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
-HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
+HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB")
+# The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB acts on the host side of a launch.
+KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
 # Every knob that is 0 (off) or 1 (on).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE")
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
@@ -119,6 +122,9 @@ class Config:
     # 1: the plain family's kernel takes M, N, K and the strides as compile-time constants, one binary per shape
     # (gen.matmul_family.matmul_tile_static_shape): less index arithmetic on the path of a launch-bound kernel.
     STATIC_SHAPE: int = 0
+    # 1: the TMA family computes C^T = B^T A^T, so that BLOCK_SIZE_M runs along N and BLOCK_SIZE_N along M (the launch
+    # passes transposed views; gen.tma_family.launch_tma).
+    SWAP_AB: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():  # runs for every config of the space: kept lean

@@ -7,7 +7,7 @@ rules are here, written against the GPU's own facts (`DeviceProfile`) instead of
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prune.config import Config
 from prune.device import DeviceProfile
@@ -28,7 +28,9 @@ def cdiv(a: int, b: int) -> int:
 
 
 def output_tiles(problem: GemmProblem, config: Config) -> int:
-    return cdiv(problem.M, config.BLOCK_SIZE_M) * cdiv(problem.N, config.BLOCK_SIZE_N)
+    """Tiles of the output the kernel computes: C, or C^T with SWAP_AB (BLOCK_SIZE_M along N)."""
+    rows, cols = (problem.N, problem.M) if config.SWAP_AB else (problem.M, problem.N)
+    return cdiv(rows, config.BLOCK_SIZE_M) * cdiv(cols, config.BLOCK_SIZE_N)
 
 
 def k_iterations(problem: GemmProblem, config: Config) -> int:
@@ -194,17 +196,18 @@ def _tma_shared_memory(problem: GemmProblem, config: Config, device: DeviceProfi
     return shared_memory_bytes(problem, config) + epilogue_shared_bytes(problem, config) <= device.max_shared_bytes
 
 
-def c_stored_by_descriptor(problem: GemmProblem) -> bool:
-    """Whether the TMA family stores the tuner's (contiguous) C through a descriptor: its rows start 16-byte aligned.
-    Else the kernel stores C through masked pointers (gen.tma_family.store_output_tile)."""
-    return problem.N * problem.dtype_c.bytes % 16 == 0
+def c_stored_by_descriptor(problem: GemmProblem, config: Config) -> bool:
+    """Whether the TMA family stores the tuner's (contiguous) C through a descriptor: its rows start 16-byte aligned,
+    and the kernel writes C, not C^T (whose inner stride is not 1). Else the kernel stores through masked pointers
+    (gen.tma_family.store_output_tile)."""
+    return not config.SWAP_AB and problem.N * problem.dtype_c.bytes % 16 == 0
 
 
 def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Measured on the H100 (Triton 3.6, 4095x4097x1023, BENCHMARKS.md): warp specialization with 4 warps and C
     # stored through pointers deadlocks the GPU (100% busy at idle power until killed), or fails to compile with
     # EPILOGUE_SUBTILE; the same configs with 8 warps run. Each such config cost a config timeout and a new child.
-    return not (config.WARP_SPECIALIZE and config.num_warps == 4 and not c_stored_by_descriptor(problem))
+    return not (config.WARP_SPECIALIZE and config.num_warps == 4 and not c_stored_by_descriptor(problem, config))
 
 
 STREAM_K_LEAST_IDLE = 0.01  # share of the last wave's SM time left idle below which stream-K is not tried
@@ -220,6 +223,24 @@ def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     waves = cdiv(tiles, device.sm_count)
     idle = (waves * device.sm_count - tiles) / (waves * device.sm_count)
     return tiles > device.sm_count and idle >= STREAM_K_LEAST_IDLE and k_iterations(problem, config) >= 2
+
+
+def _swap_ab(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # C^T = B^T A^T runs a tile's long side along the other dimension. Measured on the H100 (Triton 3.6, fp16): at
+    # 4095x4097x1023 a 128x256 tile covers C^T with 528 tiles, four waves of 132, where C takes 544, five waves; it
+    # ran in 77.9 us against 82.3 for the best config on C (BENCHMARKS.md, tenth run). Where C^T takes as many tiles
+    # as C, the swap changes nothing but the operands' layouts, so it is kept only where it takes fewer. The tile
+    # rules must hold for the problem the kernel computes, C^T. A bias on C's rows would fall on C^T's columns,
+    # which the kernel does not add; clusters (a column-major A, measured wrong) and mixed or 8-bit inputs were not
+    # measured with it.
+    if not config.SWAP_AB:
+        return True
+    computed = replace(config, SWAP_AB=0)
+    transposed = problem.transposed()
+    return (bool(config.PERSISTENT_TMA) and not problem.bias and config.num_ctas == 1
+            and problem.dtype_a == problem.dtype_b and problem.dtype_a.bytes == 2
+            and output_tiles(problem, config) < output_tiles(problem, computed)
+            and all(rule.keep(transposed, computed, device) for rule in RULES))
 
 
 @dataclass(frozen=True)
@@ -262,6 +283,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
          "(its rows 16-byte aligned)", _warp_specialize_warps),
     Rule("cluster_epilogue_subtile", "num_ctas > 1 not with EPILOGUE_SUBTILE (fails to compile)",
          _cluster_epilogue_subtile),
+    Rule("swap_ab", "SWAP_AB only in the TMA family, 16-bit inputs alike, no bias, num_ctas 1, where C^T takes fewer "
+         "tiles than C and passes the tile rules", _swap_ab),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import gen.matmul_family as family
 from gen import tma_family
-from prune.config import HOPPER_KNOBS, Config
+from prune.config import KERNEL_KNOBS, Config
 
 INTERPRETED: bool = family.INTERPRETED
 
@@ -66,9 +66,10 @@ def launcher_for(config: Config) -> Launcher:
                              SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
                              options=tuple(config.launch_options.items()))
     if config.PERSISTENT_TMA:
-        knobs = {knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS if knob != "PERSISTENT_TMA"}
+        knobs = {knob: bool(getattr(config, knob)) for knob in KERNEL_KNOBS}
         kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
-        variant = tma_family.TmaVariant(epilogue_subtile=knobs["EPILOGUE_SUBTILE"], stream_k=knobs["STREAM_K"])
+        variant = tma_family.TmaVariant(epilogue_subtile=knobs["EPILOGUE_SUBTILE"], stream_k=knobs["STREAM_K"],
+                                        swap_ab=bool(config.SWAP_AB))
         return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, variant))
     tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
     kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})

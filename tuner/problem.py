@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tuner.dtypes import DType
 
@@ -22,6 +22,11 @@ class GemmProblem:
     @property
     def flops(self) -> int:
         return 2 * self.M * self.N * self.K
+
+    def transposed(self) -> GemmProblem:
+        """The problem C^T = B^T A^T: B^T is the first operand, column-major where B is row-major."""
+        return replace(self, M=self.N, N=self.M, dtype_a=self.dtype_b, dtype_b=self.dtype_a, col_a=not self.col_b,
+                       col_b=not self.col_a)
 
     @property
     def layouts(self) -> tuple[str, str]:

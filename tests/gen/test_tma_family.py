@@ -183,6 +183,74 @@ def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env,
         assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
 
+SWAPPED_CONFIGS = [
+    Config(64, 128, 32, 2, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1),
+    Config(64, 128, 64, 1, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1),
+    Config(64, 64, 32, 1, 1, 8, 2, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, SWAP_AB=1),
+]
+
+
+# C^T = B^T A^T: the kernel sees N x M, B^T first (column-major where B is row-major), and stores C^T through
+# pointers; odd sizes pad A and B as before, and edges cut tiles both ways.
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (70, 130, 90, False, False),
+    (67, 129, 33, True, True),
+    (64, 72, 48, False, True),
+    (129, 65, 40, True, False),
+])
+def test_swapped_configs_compute_c_through_its_transpose(tmp_path, interpreter_env, monkeypatch, dtype, M, N, K,
+                                                         col_a, col_b):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), SWAPPED_CONFIGS, tmp_path))
+    for config in SWAPPED_CONFIGS:
+        spy = spied(monkeypatch, module, config)
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=7)
+        assert error <= module.PROBLEM.tolerance, (str(config), error)
+        [(args, kwargs)] = spy.launches
+        assert args[8:11] == (N, M, K), config
+        assert (kwargs["A_COL"], kwargs["B_COL"], kwargs["C_TMA"]) == (not col_b, not col_a, False), config
+        assert args[11:13] == (1, N), config  # C^T's strides: C itself, written in place
+
+
+def test_a_swapped_config_writes_a_view_of_c_and_nothing_around_it(tmp_path, interpreter_env):
+    M, N = 70, 64
+    module = load_module(write_module(problem(M, N, 90), SWAPPED_CONFIGS, tmp_path))
+    for view in ("sliced", "sliced_aligned", "transposed"):
+        for config in SWAPPED_CONFIGS:
+            storage, c, outside = _c_in_storage(view, M, N)
+            module.poison(c)
+            a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=8)
+            module.LAUNCHERS[str(config)](a, b, c)
+            assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
+            assert bool((storage[outside] == SENTINEL).all()), (config, view)
+
+
+# (M, N, K, col_a, col_b): which rows are 16-byte aligned decides the padding copies, and with them the launch's
+# programmatic dependent launch, a compile option that compiling ahead must match
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (64, 64, 64, False, False), (64, 64, 67, False, False), (64, 67, 64, False, False), (67, 64, 64, True, False),
+    (64, 64, 67, False, True), (67, 67, 64, True, True), (64, 72, 48, False, True),
+])
+def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, monkeypatch, M, N, K, col_a, col_b):
+    configs = [TMA_CONFIGS[0], SWAPPED_CONFIGS[0]]
+    module = load_module(write_module(problem(M, N, K, "fp16", col_a, col_b), configs, tmp_path))
+    copies, pad = [], module.pad_rows
+    monkeypatch.setattr(module, "pad_rows", lambda padded: (copies.append(padded), pad(padded)))
+    for config in configs:
+        copies.clear()
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=9)
+        assert error <= module.PROBLEM.tolerance, config
+        computed = module.PROBLEM.transposed() if config.SWAP_AB else module.PROBLEM
+        assert bool(copies) is module.takes_copies(computed), config
+
+
+def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):
+    module = load_module(write_module(problem(70, 130, 90), SWAPPED_CONFIGS[:1], tmp_path))
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)
+    with pytest.raises(ValueError, match="SWAP_AB"):
+        module.LAUNCHERS[str(SWAPPED_CONFIGS[0])](a, b, c, bias=torch.ones(70, dtype=c.dtype))
+
+
 # 8-bit inputs take K tiles of 128 (prune rule tma_tile); one config subtiles the epilogue, one specializes warps.
 TMA_8BIT_CONFIGS = [
     Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1),

@@ -1,6 +1,6 @@
 """On a Hopper GPU (`pytest -m gpu`): the persistent TMA family compiles ahead of launch the very binary the launch
 uses, runs right (fp16/bf16; fp8/bf8 with scales and int8 into int32; C stored through its descriptor or, unaligned,
-through pointers in place), and times whole."""
+through pointers in place; SWAP_AB configs through C^T), and times whole."""
 
 from __future__ import annotations
 
@@ -88,6 +88,21 @@ def _check_compiled_ahead(tmp_path, p, configs: list) -> dict:
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
     _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), CONFIGS)
+
+
+# C^T = B^T A^T: B^T and A^T are column-major operands, C^T is stored through pointers
+SWAPPED_CONFIGS = [
+    Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1),
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, SWAP_AB=1),
+    Config(128, 128, 64, 8, 1, 8, 4, PERSISTENT_TMA=1, SWAP_AB=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
+def test_swapped_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
+    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), SWAPPED_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

@@ -13,7 +13,7 @@ from prune.config import AMD_KNOBS, CLUSTER_SIZES, KERNEL_PREFIX, Config, Config
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
-          "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE")
+          "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE", "SWAP_AB")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
@@ -82,6 +82,16 @@ def test_round_trip_examples(config):
 def test_hopper_knobs_print_only_when_on():
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, STREAM_K=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_STK1"
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"
+
+
+def test_swap_ab_prints_after_the_kernel_knobs_and_reads_back():
+    swapped = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1)
+    assert str(swapped) == "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1"
+    assert Config.parse(str(swapped)) == swapped
+    assert swapped.as_dict()["SWAP_AB"] == 1 and Config.from_mapping(swapped.as_dict()) == swapped
+    assert "SWAP_AB" not in replace(swapped, SWAP_AB=0).as_dict()
+    with pytest.raises(ValueError, match="SWAP_AB must be 0"):
+        Config(128, 256, 64, SWAP_AB=2)
 
 
 def test_num_ctas_prints_after_num_stages_only_when_not_1():

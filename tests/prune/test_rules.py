@@ -153,7 +153,7 @@ def test_rules_by_name_matches_rules():
     ]
     assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "epilogue_subtile", "tma_shared_memory",
                                              "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
-                                             "tma_clusters"]
+                                             "swap_ab", "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -214,6 +214,55 @@ def test_stream_k_only_where_a_last_wave_is_partly_idle(size, block, kept):
     config = Config(*block, 64, **STK)
     assert RULES_BY_NAME["stream_k"].keep(problem(*size), config, IP) is kept
     assert RULES_BY_NAME["stream_k"].keep(problem(*size), replace(config, STREAM_K=0), IP)
+
+
+SWAP = {"PERSISTENT_TMA": 1, "SWAP_AB": 1}
+
+
+def test_output_tiles_count_the_matrix_the_kernel_computes():
+    odd = problem(4095, 4097, 1023)
+    assert output_tiles(odd, Config(128, 256, 64)) == 32 * 17
+    assert output_tiles(odd, Config(128, 256, 64, **SWAP)) == 33 * 16  # C^T: BLOCK_M along N's 4097
+
+
+@pytest.mark.parametrize("size, dtype, knobs, kept", [
+    ((4095, 4097, 1023), "fp16", {}, True),  # C^T: 33 x 16 = 528 tiles, four waves of 132; C: 32 x 17 = 544
+    ((4095, 4097, 1023), "bf16", {}, True),
+    ((4097, 4095, 1023), "fp16", {}, False),  # C^T: 32 x 17 tiles, C 33 x 16
+    ((4096, 4096, 4096), "fp16", {}, False),  # as many tiles either way: only the layouts would change
+    ((4095, 4097, 1023), "fp16", {"num_ctas": 2}, False),  # clusters with a column-major A computed C wrong
+    ((4095, 4097, 1023), "fp8", {}, False),  # not measured with 8-bit inputs
+    ((8191, 2049, 1023), "fp16", {"GROUP_SIZE_M": 16}, True),  # C^T: 17 x 32 = 544 tiles, C: 64 x 9 = 576
+    ((8191, 2049, 1023), "fp16", {"GROUP_SIZE_M": 32}, False),  # group_m on C^T: 32 x 128 rows >= its 2049
+])
+def test_swap_ab_only_where_c_transposed_takes_fewer_tiles(size, dtype, knobs, kept):
+    config = Config(128, 256, 128 if dtype == "fp8" else 64, num_warps=8, num_stages=3, **SWAP, **knobs)
+    p = problem(*size, dtype, dtype_c="fp16" if dtype == "fp8" else None)
+    assert RULES_BY_NAME["swap_ab"].keep(p, config, IP) is kept
+    assert RULES_BY_NAME["swap_ab"].keep(p, replace(config, SWAP_AB=0), IP)
+
+
+def test_swap_ab_not_with_a_bias_nor_in_the_plain_family():
+    odd = problem(4095, 4097, 1023)
+    config = Config(128, 256, 64, num_warps=8, num_stages=3, **SWAP)
+    assert RULES_BY_NAME["swap_ab"].keep(odd, config, IP)
+    assert not RULES_BY_NAME["swap_ab"].keep(replace(odd, bias=True), config, IP)  # C^T's columns get no bias
+    assert not RULES_BY_NAME["swap_ab"].keep(odd, replace(config, PERSISTENT_TMA=0), IP)
+
+
+def test_swap_ab_stores_c_through_pointers_so_4_warp_warp_specialization_goes():
+    aligned = problem(4000, 4096, 1024)  # C's rows 16-byte aligned, C^T's columns are not rows
+    config = Config(128, 128, 64, num_warps=4, **WS)
+    assert RULES_BY_NAME["warp_specialize_warps"].keep(aligned, config, IP)
+    assert not RULES_BY_NAME["warp_specialize_warps"].keep(aligned, replace(config, SWAP_AB=1), IP)
+
+
+def test_the_odd_public_shape_keeps_swapped_configs_that_take_fewer_tiles():
+    odd = problem(4095, 4097, 1023)
+    swapped = [c for c in prune(odd, IP).configs if c.SWAP_AB]
+    assert swapped and all(c.PERSISTENT_TMA for c in swapped)
+    assert all(output_tiles(odd, c) < output_tiles(odd, replace(c, SWAP_AB=0)) for c in swapped)
+    assert Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1) in swapped
 
 
 @pytest.mark.parametrize("dtype,dtype_c,block_k,kept", [
@@ -372,9 +421,9 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 5 kernel-family variants per tile config: plain, TMA, TMA+WS, TMA+ES, TMA+WS+ES (STREAM_K is opt-in); each tile
-    # config with and without STATIC_SHAPE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 5 * 2
+    # 9 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES and SWAP_AB (STREAM_K is
+    # opt-in); each tile config with and without STATIC_SHAPE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 9
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -413,9 +462,10 @@ def test_prune_known_counts_on_interpreter(full_results):
     skinny = full_results[(SKINNY, IP.name)].configs
     assert len(skinny) == 3642  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
     assert len([c for c in skinny if c.STATIC_SHAPE]) == 214
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 5 family variants, with and
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 9 family variants, with and
     # without STATIC_SHAPE
-    assert big.removed_by_rule["split_k"] == 5 * 2 * 48_000
+    assert big.removed_by_rule["split_k"] == 9 * 2 * 48_000
+    assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert all(c.SPLIT_K == 1 for c in big.configs)
     assert all(min(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) >= 64 and c.BLOCK_SIZE_K >= 32 and c.num_warps >= 4
                for c in big.configs)

@@ -1,6 +1,6 @@
 """runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
 them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
-constant-shape kernel, right on every shape."""
+constant-shape kernel, right on every shape; a SWAP_AB config launches the TMA kernel on C^T."""
 
 from __future__ import annotations
 
@@ -73,3 +73,13 @@ def test_a_static_shape_config_launches_the_constant_shape_kernel_right_on_each_
     kernels.launcher_for(config)(a, b, c)  # the same launcher on another shape: Triton compiles another binary
     assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
     assert [args[6:9] for args, _ in spy.launches] == [(M, N, K), (33, 17, 64)]  # the sizes, as constants
+
+
+def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    config = Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1)
+    assert _error(config) <= DTYPES["fp16"].tolerance
+    [(args, kwargs)] = spy.launches
+    assert args[8:11] == (N, M, K) and args[11:13] == (1, N)  # C^T, written in place through C's storage
+    assert "SWAP_AB" not in kwargs  # a host-side knob: the kernel binds none of it
+    assert (kwargs["A_COL"], kwargs["B_COL"]) == (True, True)  # B^T and A^T of row-major B and A
