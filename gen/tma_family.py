@@ -351,8 +351,8 @@ def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArg
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
     operands = [operand_matrix(a, a_col), operand_matrix(b, b_col)]
-    copies = not all(_tma_readable(matrix) for matrix in operands)
-    a_view, b_view = tma_views(operands)
+    a_view, b_view = views = tma_views(operands)
+    copies = any(view is not operand for view, operand in zip(views, operands))
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
                         TensorDescriptor.from_tensor(b_view, [bn, bk] if b_col else [bk, bn]),

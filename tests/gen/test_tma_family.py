@@ -242,6 +242,11 @@ def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, mon
         assert error <= module.PROBLEM.tolerance, config
         computed = module.PROBLEM.transposed() if config.SWAP_AB else module.PROBLEM
         assert bool(copies) is module.takes_copies(computed), config
+    # on a GPU (not interpreted) a launch that pads launches its GEMM as the copy's dependent
+    monkeypatch.setattr(module, "INTERPRETED", False)
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=9)
+    arguments = module.tma_arguments(getattr(module, f"CONFIG_{TMA_CONFIGS[0]}"), False, a, b, c)
+    assert arguments.after_copies is module.takes_copies(module.PROBLEM)
 
 
 def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):
