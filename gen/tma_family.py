@@ -23,6 +23,10 @@ from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scal
 # family-imports-end
 
 TMA_ALIGNMENT_BYTES = 16  # the copy engine reads rows whose start addresses are 16-byte aligned
+# A padded copy's rows are whole 128-byte lines: where rows start off a line, each row of a tile the copy engine
+# loads straddles two. At 8191x2049x4095 (fp16, H100) the GEMM on rows padded to 16 bytes made 2.6 times the L2
+# read requests and took 304 us, on rows padded to 128 bytes 233 us (BENCHMARKS.md, eleventh run).
+PADDED_ROW_BYTES = 128
 INTERPRETER_PROGRAMS = 3  # persistent programs under the interpreter: few, so that each walks several tiles
 
 
@@ -196,15 +200,16 @@ def persistent_programs(device, tiles: int, num_ctas: int = 1) -> int:
     return max(1, min(sms // num_ctas, tiles))
 
 
-def _tma_readable(matrix) -> bool:
+def _tma_readable(matrix, row_bytes: int = TMA_ALIGNMENT_BYTES) -> bool:
+    """Whether the copy engine reads `matrix` as it is, its rows starting on multiples of `row_bytes` (at least 16)."""
     inner_unit = matrix.stride(1) == 1
-    return inner_unit and (matrix.stride(0) * matrix.element_size()) % TMA_ALIGNMENT_BYTES == 0 and (
+    return inner_unit and (matrix.stride(0) * matrix.element_size()) % row_bytes == 0 and (
         matrix.data_ptr() % TMA_ALIGNMENT_BYTES == 0)
 
 
 def _padded_columns(cols: int, element_bytes: int) -> int:
-    """Row length, in elements, rounded up so that every row starts 16-byte aligned."""
-    per_row = TMA_ALIGNMENT_BYTES // element_bytes
+    """Row length, in elements, of a padded copy: rounded up to whole 128-byte lines (PADDED_ROW_BYTES)."""
+    per_row = PADDED_ROW_BYTES // element_bytes
     return ceil_div(cols, per_row) * per_row
 
 
@@ -270,14 +275,15 @@ def pad_rows(copies: list) -> None:
         WIDE=any(copy.needs_wide_offsets() for copy in copies))
 
 
-def tma_views(matrices: list) -> list:
+def tma_views(matrices: list, align_rows: bool = False) -> list:
     """Each matrix (rows, cols) itself when the copy engine can address it, else a copy whose rows are padded to
-    16 bytes (a view of the original shape). The copies of one launch run as one kernel: odd leading dimensions
+    128 bytes (a view of the original shape). align_rows: copy rows that start 16-byte aligned but off a 128-byte
+    line too (Config.ALIGN_ROWS). The copies of one launch run as one kernel: odd leading dimensions
     of A and B pay for it inside the timed launch, as they would in use. At 4095x4097x1023 (fp16, H100) it takes
     13.8 us, Inductor's two padding kernels 17.5 us, torch's two copies 27.2 us (BENCHMARKS.md, eighth run)."""
     views, copies = [], []
     for matrix in matrices:
-        if _tma_readable(matrix):
+        if _tma_readable(matrix, PADDED_ROW_BYTES if align_rows else TMA_ALIGNMENT_BYTES):
             views.append(matrix)
             continue
         rows, cols = matrix.shape
@@ -306,6 +312,7 @@ class TmaVariant:
     epilogue_subtile: bool = False
     stream_k: bool = False
     swap_ab: bool = False  # compute C^T = B^T A^T: the launch passes the transposed views of the three matrices
+    align_rows: bool = False  # copy an A or B whose rows start off 128-byte lines too (tma_views)
 
 
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
@@ -342,16 +349,18 @@ class TmaArguments:
     after_copies: bool  # a padding copy runs just before the GEMM (see pdl_options)
 
 
-def tma_arguments(config: TileConfig, epilogue_subtile: bool, a, b, c) -> TmaArguments:
-    """The descriptors (and padded copies, for operands the copy engine cannot address) of one launch."""
+def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
+    """The descriptors (and padded copies, for operands the copy engine cannot address or, with variant.align_rows,
+    whose rows start off 128-byte lines) of one launch."""
     a_col, b_col = is_column_major(a), is_column_major(b)
     c_tma = _tma_readable(c)
     if c_tma:
-        c_arg, stride_cm, stride_cn = TensorDescriptor.from_tensor(c, output_block(config, epilogue_subtile)), None, None
+        c_arg, stride_cm, stride_cn = (TensorDescriptor.from_tensor(c, output_block(config, variant.epilogue_subtile)),
+                                       None, None)
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
     operands = [operand_matrix(a, a_col), operand_matrix(b, b_col)]
-    a_view, b_view = views = tma_views(operands)
+    a_view, b_view = views = tma_views(operands, variant.align_rows)
     copies = any(view is not operand for view, operand in zip(views, operands))
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
@@ -382,7 +391,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         a, b, c = b.t(), a.t(), c.t()
     M, K = a.shape
     N = b.shape[1]
-    args = tma_arguments(config, variant.epilogue_subtile, a, b, c)
+    args = tma_arguments(config, variant, a, b, c)
     grid = _programs(config, M, N, c.device)
     workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
@@ -395,13 +404,14 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     return c
 
 
-def takes_copies(problem) -> bool:
+def takes_copies(problem, align_rows: bool = False) -> bool:
     """Whether a launch on this problem's contiguous operands pads one of them, as tma_arguments decides: a row of A
     (K elements), of a column-major A's transpose (M), of B (N) or of a column-major B's transpose (K) that does not
-    start 16-byte aligned."""
+    start 16-byte aligned, or with align_rows 128-byte aligned."""
     row_bytes = [(problem.M if problem.col_a else problem.K) * problem.dtype_a.itemsize,
                  (problem.K if problem.col_b else problem.N) * problem.dtype_b.itemsize]
-    return any(row % TMA_ALIGNMENT_BYTES for row in row_bytes)
+    alignment = PADDED_ROW_BYTES if align_rows else TMA_ALIGNMENT_BYTES
+    return any(row % alignment for row in row_bytes)
 
 
 def _mock_descriptor(dtype, rows: int, cols: int, block: list):
@@ -439,5 +449,5 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         a_desc, b_desc, c_arg, bias, *scales, *scratch, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **pdl_options(takes_copies(problem)), **dict(config.options),
+        **pdl_options(takes_copies(problem, variant.align_rows)), **dict(config.options),
     ))

@@ -104,7 +104,7 @@ CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK
                                  GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=1, num_warps=$num_warps,
                                  num_stages=$num_stages$options)
 VARIANT_$config_name = TmaVariant(epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K,
-                                   swap_ab=$SWAP_AB)
+                                   swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS)
 
 
 def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):

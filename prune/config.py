@@ -32,6 +32,7 @@ _TOKENS: dict[str, str] = {
     "EPILOGUE_SUBTILE": "ES",
     "STREAM_K": "STK",
     "SWAP_AB": "SWAP",
+    "ALIGN_ROWS": "AR",
     # Plain-family knob (any GPU), printed only when set
     "STATIC_SHAPE": "SS",
     # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
@@ -39,8 +40,9 @@ _TOKENS: dict[str, str] = {
 }
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
-HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB")
-# The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB acts on the host side of a launch.
+HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB", "ALIGN_ROWS")
+# The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB and ALIGN_ROWS act on the host
+# side of a launch.
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
 # Every knob that is 0 (off) or 1 (on).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE")
@@ -125,6 +127,10 @@ class Config:
     # 1: the TMA family computes C^T = B^T A^T, so that BLOCK_SIZE_M runs along N and BLOCK_SIZE_N along M (the launch
     # passes transposed views; gen.tma_family.launch_tma).
     SWAP_AB: int = 0
+    # 1: the TMA family copies an A or B whose rows start 16-byte aligned (the copy engine reads them as they are) but
+    # off a 128-byte line into rows padded to whole lines, as it pads rows that are not 16-byte aligned
+    # (gen.tma_family.tma_views).
+    ALIGN_ROWS: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():  # runs for every config of the space: kept lean

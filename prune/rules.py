@@ -243,6 +243,23 @@ def _swap_ab(problem: GemmProblem, config: Config, device: DeviceProfile) -> boo
             and all(rule.keep(transposed, computed, device) for rule in RULES))
 
 
+def operand_row_bytes(problem: GemmProblem) -> tuple[int, int]:
+    """Bytes per row of the matrices the copy engine reads for A and B, contiguous as the tuner allocates them: A (M x K)
+    or a column-major A's transpose, B (K x N) or a column-major B's transpose."""
+    return ((problem.M if problem.col_a else problem.K) * problem.dtype_a.bytes,
+            (problem.K if problem.col_b else problem.N) * problem.dtype_b.bytes)
+
+
+def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Rows that start 16-byte aligned but off a 128-byte line the copy engine reads as they are, each row of a tile
+    # straddling two lines. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, eleventh run): copying them into
+    # rows of whole lines took 8192x2056x4096 (B's rows 4112 bytes) from 304.5 to 241.3 us, and 4096x4096x4104 (A's
+    # rows 8208 bytes) from 190.7 to 211.3 us, so the tuner measures both. Elsewhere the knob copies nothing.
+    if not config.ALIGN_ROWS:
+        return True
+    return bool(config.PERSISTENT_TMA) and any(row % 16 == 0 and row % 128 for row in operand_row_bytes(problem))
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -285,6 +302,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
          _cluster_epilogue_subtile),
     Rule("swap_ab", "SWAP_AB only in the TMA family, 16-bit inputs alike, no bias, num_ctas 1, where C^T takes fewer "
          "tiles than C and passes the tile rules", _swap_ab),
+    Rule("align_rows", "ALIGN_ROWS only in the TMA family, where A's or B's rows are 16-byte aligned but not 128",
+         _align_rows),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

@@ -29,6 +29,7 @@ class RangeSpace:
     epilogue_subtile: tuple[int, ...] = (0,)
     stream_k: tuple[int, ...] = (0,)
     swap_ab: tuple[int, ...] = (0,)
+    align_rows: tuple[int, ...] = (0,)
     schedule_hint: tuple[str | None, ...] = (None,)  # AMD-only, as the knobs above
 
     def _ranges(self) -> dict[str, tuple]:
@@ -38,7 +39,8 @@ class RangeSpace:
     def families(self) -> list[dict[str, int]]:
         """Kernel-family knob settings: the knobs after PERSISTENT_TMA exist only with it."""
         return [dict(zip(HOPPER_KNOBS, values)) for values in itertools.product(
-            self.persistent_tma, self.warp_specialize, self.epilogue_subtile, self.stream_k, self.swap_ab)
+            self.persistent_tma, self.warp_specialize, self.epilogue_subtile, self.stream_k, self.swap_ab,
+            self.align_rows)
             if values[0] or not any(values[1:])]
 
     def tile_configs(self) -> list[Config]:
@@ -56,7 +58,7 @@ class RangeSpace:
         return size
 
 
-_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stream_k", "swap_ab")
+_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stream_k", "swap_ab", "align_rows")
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
 # STREAM_K stays out of it: measured on the H100 it lost to its twin without on every shape tried (BENCHMARKS.md,
 # seventh run); a space file can still ask for it.
@@ -65,14 +67,15 @@ _FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stre
 # 4096^3: 13-59% slower); a space file can ask for it (`num_ctas: [1, 2]`).
 # STATIC_SHAPE joins it too; the rules keep it only for launch-bound sizes, where it was measured to pay.
 # SWAP_AB joins it; the rules keep it only where C^T takes fewer tiles than C.
+# ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                        swap_ab=(0, 1))
+                        swap_ab=(0, 1), align_rows=(0, 1))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as does STATIC_SHAPE
 # until it is measured there (a space file can ask for it).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
 AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
-                    warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), static_shape=(0,),
-                    schedule_hint=("none",))
+                    warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,),
+                    static_shape=(0,), schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -84,7 +87,8 @@ _SPACE_KEYS = {
     "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "num_ctas": "num_ctas",
     "waves_per_eu": "waves_per_eu", "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack",
     "PERSISTENT_TMA": "persistent_tma", "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile",
-    "STREAM_K": "stream_k", "SWAP_AB": "swap_ab", "STATIC_SHAPE": "static_shape", "schedule_hint": "schedule_hint",
+    "STREAM_K": "stream_k", "SWAP_AB": "swap_ab", "ALIGN_ROWS": "align_rows",
+    "STATIC_SHAPE": "static_shape", "schedule_hint": "schedule_hint",
 }
 _CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
 
@@ -118,7 +122,8 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
         values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))
     space = replace(base, **values)
     if 1 not in space.persistent_tma:  # the knobs that exist only with TMA go with it
-        space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,))
+        space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,),
+                        align_rows=(0,))
     return space
 
 

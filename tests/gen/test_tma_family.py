@@ -68,10 +68,21 @@ def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     aligned = torch.randn(64, 64).half()
     assert module.tma_views([aligned]) == [aligned]
-    odd = torch.randn(64, 65).half()[:, :63]  # row stride 65 halves = 130 bytes
+    odd = torch.randn(64, 75).half()[:, :70]  # row stride 75 halves = 150 bytes
     [view] = module.tma_views([odd])
-    assert view.shape == odd.shape and view.stride(0) * 2 % 16 == 0 and torch.equal(view, odd)
+    # rows padded to whole 128-byte lines, not just to the 16 bytes the copy engine needs
+    assert view.shape == odd.shape and view.stride(0) == 128 and torch.equal(view, odd)
     assert module.persistent_programs("cpu", 2) == 2 and module.persistent_programs("cpu", 1000) >= 1
+
+
+def test_align_rows_copies_rows_that_start_off_128_byte_lines(interpreter_env, tmp_path):
+    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
+    whole_lines = torch.randn(64, 128).half()  # 256-byte rows
+    off_line = torch.randn(64, 72).half()  # 144-byte rows: 16-byte aligned, the copy engine reads them as they are
+    assert module.tma_views([whole_lines, off_line]) == [whole_lines, off_line]
+    kept, copied = module.tma_views([whole_lines, off_line], align_rows=True)
+    assert kept is whole_lines and copied.data_ptr() != off_line.data_ptr()
+    assert copied.stride(0) == 128 and torch.equal(copied, off_line)
 
 
 @pytest.mark.parametrize("wide_offsets", [False, True])
@@ -103,7 +114,7 @@ def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tm
     assert views[1] is aligned and all(view.data_ptr() != source.data_ptr() for source, view in ((a, views[0]),
                                                                                                 (b, views[2])))
     for source, view in ((a, views[0]), (b, views[2])):
-        assert view.shape == source.shape and view.stride(0) * view.element_size() % 16 == 0
+        assert view.shape == source.shape and view.stride(0) * view.element_size() % 128 == 0
         assert torch.equal(as_bits(view), as_bits(source))
         padding = view.as_strided((view.shape[0], view.stride(0)), view.stride())[:, view.shape[1]:]
         assert padding.numel() and not as_bits(padding).any()  # zero, not left over memory
@@ -116,7 +127,7 @@ def test_launch_arguments_describe_a_column_major_operand_by_its_transpose(inter
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     config = TMA_CONFIGS[0]
     a, b, c = torch.randn(64, 64).half(), torch.randn(64, 64).half().t(), torch.empty(64, 64).half()
-    args = module.tma_arguments(config, False, a, b, c)
+    args = module.tma_arguments(config, module.TmaVariant(), a, b, c)
     assert (args.a_col, args.b_col, args.c_tma) == (False, True, True)
     assert args.a_desc.base is a and list(args.a_desc.block_shape) == [config.BLOCK_SIZE_M, config.BLOCK_SIZE_K]
     assert args.b_desc.base.stride() == (64, 1)  # B's transpose: a unit inner stride, as the copy engine needs
@@ -225,14 +236,22 @@ def test_a_swapped_config_writes_a_view_of_c_and_nothing_around_it(tmp_path, int
             assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
 
-# (M, N, K, col_a, col_b): which rows are 16-byte aligned decides the padding copies, and with them the launch's
-# programmatic dependent launch, a compile option that compiling ahead must match
+ALIGNED_CONFIGS = [
+    Config(64, 128, 32, 2, 1, 4, 2, PERSISTENT_TMA=1, ALIGN_ROWS=1),
+    Config(64, 128, 64, 1, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1, ALIGN_ROWS=1),
+]
+
+
+# (M, N, K, col_a, col_b): which rows are 16-byte aligned (with ALIGN_ROWS, 128-byte aligned) decides the padding
+# copies, and with them the launch's programmatic dependent launch, a compile option that compiling ahead must match.
+# 72 and 48 fp16 elements are 144 and 96 bytes: 16-byte aligned, off 128-byte lines.
 @pytest.mark.parametrize("M,N,K,col_a,col_b", [
     (64, 64, 64, False, False), (64, 64, 67, False, False), (64, 67, 64, False, False), (67, 64, 64, True, False),
-    (64, 64, 67, False, True), (67, 67, 64, True, True), (64, 72, 48, False, True),
+    (64, 64, 67, False, True), (67, 67, 64, True, True), (64, 72, 48, False, True), (64, 72, 64, False, False),
+    (72, 64, 64, True, False), (64, 64, 48, False, False),
 ])
 def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, monkeypatch, M, N, K, col_a, col_b):
-    configs = [TMA_CONFIGS[0], SWAPPED_CONFIGS[0]]
+    configs = [TMA_CONFIGS[0], SWAPPED_CONFIGS[0], *ALIGNED_CONFIGS]
     module = load_module(write_module(problem(M, N, K, "fp16", col_a, col_b), configs, tmp_path))
     copies, pad = [], module.pad_rows
     monkeypatch.setattr(module, "pad_rows", lambda padded: (copies.append(padded), pad(padded)))
@@ -241,11 +260,11 @@ def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, mon
         error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=9)
         assert error <= module.PROBLEM.tolerance, config
         computed = module.PROBLEM.transposed() if config.SWAP_AB else module.PROBLEM
-        assert bool(copies) is module.takes_copies(computed), config
+        assert bool(copies) is module.takes_copies(computed, bool(config.ALIGN_ROWS)), config
     # on a GPU (not interpreted) a launch that pads launches its GEMM as the copy's dependent
     monkeypatch.setattr(module, "INTERPRETED", False)
     a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=9)
-    arguments = module.tma_arguments(getattr(module, f"CONFIG_{TMA_CONFIGS[0]}"), False, a, b, c)
+    arguments = module.tma_arguments(getattr(module, f"CONFIG_{TMA_CONFIGS[0]}"), module.TmaVariant(), a, b, c)
     assert arguments.after_copies is module.takes_copies(module.PROBLEM)
 
 

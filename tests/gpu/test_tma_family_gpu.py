@@ -105,6 +105,24 @@ def test_swapped_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
     assert set(ahead.values()) == {"ok"}, ahead
 
 
+# rows copied where they start off 128-byte lines, plain and swapped
+ALIGNED_CONFIGS = [
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, ALIGN_ROWS=1),
+    Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1, ALIGN_ROWS=1),
+]
+
+
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (8192, 2056, 4096, False, False),  # B's rows 4112 bytes: copied
+    (2056, 4096, 4104, False, False),  # A's rows 8208 bytes: copied
+    (1000, 1000, 1000, True, True),  # rows of 2000 bytes: copied, and C's through pointers
+    (4095, 4097, 1023, False, False),  # rows not 16-byte aligned: copied with or without the knob
+])
+def test_align_rows_configs_compiled_ahead_and_correct(tmp_path, M, N, K, col_a, col_b):
+    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, "fp16", col_a, col_b), ALIGNED_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_num_ctas_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):

@@ -13,7 +13,8 @@ from prune.config import AMD_KNOBS, CLUSTER_SIZES, KERNEL_PREFIX, Config, Config
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
-          "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE", "SWAP_AB")
+          "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE", "SWAP_AB",
+          "ALIGN_ROWS")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
@@ -92,6 +93,16 @@ def test_swap_ab_prints_after_the_kernel_knobs_and_reads_back():
     assert "SWAP_AB" not in replace(swapped, SWAP_AB=0).as_dict()
     with pytest.raises(ValueError, match="SWAP_AB must be 0"):
         Config(128, 256, 64, SWAP_AB=2)
+
+
+def test_align_rows_prints_last_of_the_hopper_knobs_and_reads_back():
+    aligned = Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1, ALIGN_ROWS=1)
+    assert str(aligned) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_ES1_SWAP1_AR1"
+    assert Config.parse(str(aligned)) == aligned
+    assert aligned.as_dict()["ALIGN_ROWS"] == 1 and Config.from_mapping(aligned.as_dict()) == aligned
+    assert "ALIGN_ROWS" not in replace(aligned, ALIGN_ROWS=0).as_dict()
+    with pytest.raises(ValueError, match="ALIGN_ROWS must be 0"):
+        Config(128, 256, 64, ALIGN_ROWS=2)
 
 
 def test_num_ctas_prints_after_num_stages_only_when_not_1():

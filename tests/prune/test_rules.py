@@ -18,9 +18,11 @@ from prune.rules import (
     cdiv,
     even_k,
     k_iterations,
+    operand_row_bytes,
     output_tiles,
     shared_memory_bytes,
 )
+from tuner.dtypes import DTYPES
 
 # A second, deliberately different GPU: AMD-like wave size and registers, less LDS, few CUs, larger
 # instruction tile and a deeper instruction K (64 bytes -> 32 fp16 elements).
@@ -153,7 +155,7 @@ def test_rules_by_name_matches_rules():
     ]
     assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "epilogue_subtile", "tma_shared_memory",
                                              "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
-                                             "swap_ab", "tma_clusters"]
+                                             "swap_ab", "align_rows", "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -263,6 +265,37 @@ def test_the_odd_public_shape_keeps_swapped_configs_that_take_fewer_tiles():
     assert swapped and all(c.PERSISTENT_TMA for c in swapped)
     assert all(output_tiles(odd, c) < output_tiles(odd, replace(c, SWAP_AB=0)) for c in swapped)
     assert Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1) in swapped
+
+
+ALIGN = {"PERSISTENT_TMA": 1, "ALIGN_ROWS": 1}
+
+
+@pytest.mark.parametrize("size, dtype, col_a, col_b, kept", [
+    ((8192, 2056, 4096), "fp16", False, False, True),  # B's rows 4112 bytes: 16-byte aligned, off 128-byte lines
+    ((4096, 4096, 4104), "fp16", False, False, True),  # A's rows 8208 bytes
+    ((4104, 4096, 4096), "fp16", True, False, True),  # a column-major A is read by its transpose's rows: M
+    ((4104, 4096, 4096), "fp16", False, False, False),  # the same sizes row-major: rows of K and N, whole lines
+    ((4096, 4096, 4104), "fp16", False, True, True),  # a column-major B's transpose has rows of K
+    ((4096, 4096, 4096), "fp16", False, False, False),  # whole lines already: nothing to copy
+    ((4095, 4097, 1023), "fp16", False, False, False),  # not 16-byte aligned: copied with or without the knob
+    ((4096, 4112, 4096), "fp8", False, False, True),  # 1-byte B rows of 4112 bytes
+    ((4096, 4104, 4096), "fp8", False, False, False),  # 4104 bytes: not 16-byte aligned, always copied
+])
+def test_align_rows_only_where_a_row_starts_16_byte_aligned_off_a_line(size, dtype, col_a, col_b, kept):
+    config = Config(128, 256, 128 if dtype == "fp8" else 64, num_warps=8, num_stages=3, **ALIGN)
+    p = problem(*size, dtype, col_a, col_b, dtype_c="fp16" if dtype == "fp8" else None)
+    assert RULES_BY_NAME["align_rows"].keep(p, config, IP) is kept
+    assert RULES_BY_NAME["align_rows"].keep(p, replace(config, ALIGN_ROWS=0), IP)
+    assert operand_row_bytes(p) == ((size[0] if col_a else size[2]) * DTYPES[dtype].bytes,
+                                    (size[2] if col_b else size[1]) * DTYPES[dtype].bytes)
+
+
+def test_align_rows_only_in_the_tma_family_and_kept_by_pruning_where_it_copies():
+    p = problem(8192, 2056, 4096)
+    assert not RULES_BY_NAME["align_rows"].keep(p, Config(128, 256, 64, num_warps=8, ALIGN_ROWS=1), IP)
+    aligned = [c for c in prune(p, IP).configs if c.ALIGN_ROWS]
+    assert aligned and all(c.PERSISTENT_TMA for c in aligned)
+    assert {replace(c, ALIGN_ROWS=0) for c in aligned} <= set(prune(p, IP).configs)  # each beside its twin
 
 
 @pytest.mark.parametrize("dtype,dtype_c,block_k,kept", [
@@ -421,9 +454,9 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 9 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES and SWAP_AB (STREAM_K is
-    # opt-in); each tile config with and without STATIC_SHAPE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 9
+    # 17 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS
+    # (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 17
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -462,10 +495,11 @@ def test_prune_known_counts_on_interpreter(full_results):
     skinny = full_results[(SKINNY, IP.name)].configs
     assert len(skinny) == 3642  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
     assert len([c for c in skinny if c.STATIC_SHAPE]) == 214
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 9 family variants, with and
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 17 family variants, with and
     # without STATIC_SHAPE
-    assert big.removed_by_rule["split_k"] == 9 * 2 * 48_000
+    assert big.removed_by_rule["split_k"] == 17 * 2 * 48_000
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
+    assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert all(c.SPLIT_K == 1 for c in big.configs)
     assert all(min(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) >= 64 and c.BLOCK_SIZE_K >= 32 and c.num_warps >= 4
                for c in big.configs)

@@ -1,6 +1,7 @@
 """runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
 them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
-constant-shape kernel, right on every shape; a SWAP_AB config launches the TMA kernel on C^T."""
+constant-shape kernel, right on every shape; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
+copies operands whose rows start off 128-byte lines."""
 
 from __future__ import annotations
 
@@ -83,3 +84,17 @@ def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):
     assert args[8:11] == (N, M, K) and args[11:13] == (1, N)  # C^T, written in place through C's storage
     assert "SWAP_AB" not in kwargs  # a host-side knob: the kernel binds none of it
     assert (kwargs["A_COL"], kwargs["B_COL"]) == (True, True)  # B^T and A^T of row-major B and A
+
+
+def test_an_align_rows_config_copies_rows_that_start_off_128_byte_lines(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    generator = torch.Generator().manual_seed(3)
+    a, b = torch.randn(64, 48, generator=generator).half(), torch.randn(48, 72, generator=generator).half()
+    for align_rows in (0, 1):  # rows of 96 and 144 bytes: 16-byte aligned, off 128-byte lines
+        c = torch.full((64, 72), float("nan"), dtype=torch.float16)
+        kernels.launcher_for(Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, ALIGN_ROWS=align_rows))(a, b, c)
+        assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
+    (plain, _), (aligned, kwargs) = spy.launches
+    assert [desc.strides[0] for desc in plain[:2]] == [48, 72]  # A and B as they are
+    assert [desc.strides[0] for desc in aligned[:2]] == [64, 128]  # copies with rows of whole lines
+    assert "ALIGN_ROWS" not in kwargs  # a host-side knob: the kernel binds none of it
