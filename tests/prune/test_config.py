@@ -85,24 +85,20 @@ def test_hopper_knobs_print_only_when_on():
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"
 
 
-def test_swap_ab_prints_after_the_kernel_knobs_and_reads_back():
-    swapped = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1)
-    assert str(swapped) == "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1"
-    assert Config.parse(str(swapped)) == swapped
-    assert swapped.as_dict()["SWAP_AB"] == 1 and Config.from_mapping(swapped.as_dict()) == swapped
-    assert "SWAP_AB" not in replace(swapped, SWAP_AB=0).as_dict()
-    with pytest.raises(ValueError, match="SWAP_AB must be 0"):
-        Config(128, 256, 64, SWAP_AB=2)
-
-
-def test_align_rows_prints_last_of_the_hopper_knobs_and_reads_back():
-    aligned = Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1, ALIGN_ROWS=1)
-    assert str(aligned) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_ES1_SWAP1_AR1"
-    assert Config.parse(str(aligned)) == aligned
-    assert aligned.as_dict()["ALIGN_ROWS"] == 1 and Config.from_mapping(aligned.as_dict()) == aligned
-    assert "ALIGN_ROWS" not in replace(aligned, ALIGN_ROWS=0).as_dict()
-    with pytest.raises(ValueError, match="ALIGN_ROWS must be 0"):
-        Config(128, 256, 64, ALIGN_ROWS=2)
+# the host-side knobs print after the kernel knobs, SWAP_AB then ALIGN_ROWS, and read back
+@pytest.mark.parametrize("knob, knobs, name", [
+    ("SWAP_AB", {"SWAP_AB": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1"),
+    ("ALIGN_ROWS", {"ALIGN_ROWS": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_AR1"),
+    ("ALIGN_ROWS", {"SWAP_AB": 1, "ALIGN_ROWS": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1_AR1"),
+])
+def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs, name):
+    config = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, **knobs)
+    assert str(config) == name
+    assert Config.parse(str(config)) == config
+    assert config.as_dict()[knob] == 1 and Config.from_mapping(config.as_dict()) == config
+    assert knob not in replace(config, **{knob: 0}).as_dict()
+    with pytest.raises(ValueError, match=f"{knob} must be 0"):
+        Config(128, 256, 64, **{knob: 2})
 
 
 def test_num_ctas_prints_after_num_stages_only_when_not_1():
