@@ -80,7 +80,8 @@ def graph_us(call, calls: int = CALLS) -> float:
 def descriptors_call(config, operands):
     """The host work of one TMA launch's descriptors (gen.tma_family.tma_arguments), without the launch."""
     a, b, c = operands[:3]
-    variant = TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), align_rows=bool(config.ALIGN_ROWS))
+    variant = TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), align_rows=bool(config.ALIGN_ROWS),
+                         narrow_edge=bool(config.NARROW_EDGE))
     return lambda: tma_arguments(config, variant, a, b, c)
 
 

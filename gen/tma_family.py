@@ -51,26 +51,34 @@ def tile_epilogue(c, acc, tile_id, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, 
                   HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
     """Scale, add the bias to and store the finished accumulator of output tile `tile_id`."""
     pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
-    off_m = pid_m * BLOCK_SIZE_M
-    off_n = pid_n * BLOCK_SIZE_N
+    epilogue_at(c, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
+                stride_cm, stride_cn, stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+
+
+@triton.jit
+def epilogue_at(c, acc, off_m, off_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias,
+                C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                HAS_SCALES: tl.constexpr):
+    """Scale, add the bias to and store a finished accumulator whose first element is C's (off_m, off_n)."""
     acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
-    acc = add_row_bias(acc, bias_ptr, off_m + tl.arange(0, BLOCK_SIZE_M), M, stride_bias, HAS_BIAS)
+    acc = add_row_bias(acc, bias_ptr, off_m + tl.arange(0, acc.shape[0]), M, stride_bias, HAS_BIAS)
     if EPILOGUE_SUBTILE:
         # two stores of half the tile: half the shared memory for the output (the descriptor's staging
         # buffer, or the layout conversion before a pointer store), more for the pipeline
-        halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
+        halves = tl.permute(tl.reshape(acc, (acc.shape[0], 2, acc.shape[1] // 2)), (0, 2, 1))
         left, right = tl.split(halves)
         store_output_tile(c, left, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
-        store_output_tile(c, right, off_m, off_n + BLOCK_SIZE_N // 2, M, N, stride_cm, stride_cn, C_TMA)
+        store_output_tile(c, right, off_m, off_n + left.shape[1], M, N, stride_cm, stride_cn, C_TMA)
     else:
         store_output_tile(c, acc, off_m, off_n, M, N, stride_cm, stride_cn, C_TMA)
 
 
 @triton.jit
 def k_range_product(a_desc, b_desc, acc, off_m, off_n, k_first, k_last, BLOCK_SIZE_K: tl.constexpr,
-                    A_COL: tl.constexpr, B_COL: tl.constexpr):
-    """acc + the product of A's rows off_m.. and B's columns off_n.. over the K tiles k_first..k_last-1."""
-    for k_tile in range(k_first, k_last):
+                    A_COL: tl.constexpr, B_COL: tl.constexpr, NUM_STAGES: tl.constexpr = None):
+    """acc + the product of A's rows off_m.. and B's columns off_n.. over the K tiles k_first..k_last-1, pipelined
+    NUM_STAGES deep (None: the launch's num_stages)."""
+    for k_tile in tl.range(k_first, k_last, num_stages=NUM_STAGES):
         off_k = k_tile * BLOCK_SIZE_K
         a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
         b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
@@ -88,11 +96,12 @@ def stream_k_tiles_of(tiles, programs):
 
 @triton.jit
 def tma_persistent_tile(
-    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, K, stride_cm, stride_cn,
-    stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-    GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False,
+    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge, edge_claims, M, N, K,
+    stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
+    C_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
+    EDGE_STAGES: tl.constexpr = None,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -105,6 +114,11 @@ def tma_persistent_tile(
     STREAM_K: the tiles that would leave a last wave partly idle are shared out by K iterations instead
     (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise.
 
+    EDGE_N: the columns past the last whole BLOCK_SIZE_N tile are computed in tiles EDGE_N wide (narrow_edge_part),
+    through `b_edge` and `c_edge`, B's and C's descriptors for such tiles (C itself when not C_TMA), their K loop
+    pipelined EDGE_STAGES deep, the programs claiming them from the counter `edge_claims`; 0: they are covered by
+    whole tiles, as every other column, and the three are None.
+
     AFTER_COPIES: the launch padded A or B in the kernel just before this one and launched this one as its
     programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they wait
     here until the copy is complete and its writes visible."""
@@ -113,7 +127,10 @@ def tma_persistent_tile(
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    if EDGE_N:
+        num_pid_n = N // BLOCK_SIZE_N
+    else:
+        num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     acc_dtype = tl.int32 if a_desc.dtype == tl.int8 else tl.float32
     whole_tiles = num_pid_m * num_pid_n
@@ -137,6 +154,35 @@ def tma_persistent_tile(
                       stride_cn, stride_bias, whole_tiles, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M,
                       BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
                       HAS_SCALES)
+    if EDGE_N:
+        narrow_edge_part(a_desc, b_edge, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                         stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N, num_pid_m, k_tiles, acc_dtype,
+                         BLOCK_SIZE_M, EDGE_N, BLOCK_SIZE_K, EDGE_STAGES, A_COL, B_COL, C_TMA, HAS_BIAS, HAS_SCALES)
+
+
+@triton.jit
+def narrow_edge_part(a_desc, b_edge, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                     stride_cn, stride_bias, first_col, num_pid_m, k_tiles, acc_dtype: tl.constexpr,
+                     BLOCK_SIZE_M: tl.constexpr, EDGE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                     EDGE_STAGES: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    """C's columns first_col.. (at most EDGE_N of them) in one tile per BLOCK_SIZE_M rows. A tile as wide as the
+    others would spend most of its matrix instructions on columns past N; one EDGE_N wide reads the same rows of A
+    but multiplies a fraction of the zeros.
+
+    An edge tile costs a fraction of a whole one. Dealt out round robin after the whole tiles, the edge tiles would
+    go to programs that had one whole tile more as much as to those that had one fewer. Instead each program claims
+    edge tiles from the counter `edge_claims` (zero at launch) once its whole tiles are done, until none is left:
+    those that finish first take the most. At 4096x4112x4096 (fp16, H100) that took 209-213 us against 220-224 us
+    dealt round robin (BENCHMARKS.md, twelfth run)."""
+    pid_m = tl.atomic_add(edge_claims, 1)
+    while pid_m < num_pid_m:
+        acc = tl.zeros((BLOCK_SIZE_M, EDGE_N), dtype=acc_dtype)
+        acc = k_range_product(a_desc, b_edge, acc, pid_m * BLOCK_SIZE_M, first_col, 0, k_tiles, BLOCK_SIZE_K, A_COL,
+                              B_COL, EDGE_STAGES)
+        epilogue_at(c_edge, acc, pid_m * BLOCK_SIZE_M, first_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                    stride_cn, stride_bias, C_TMA, False, HAS_BIAS, HAS_SCALES)
+        pid_m = tl.atomic_add(edge_claims, 1)
 
 
 @triton.jit
@@ -313,6 +359,19 @@ class TmaVariant:
     stream_k: bool = False
     swap_ab: bool = False  # compute C^T = B^T A^T: the launch passes the transposed views of the three matrices
     align_rows: bool = False  # copy an A or B whose rows start off 128-byte lines too (tma_views)
+    narrow_edge: bool = False  # compute the columns past the last whole tile in narrower tiles (edge_columns)
+
+
+NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
+
+
+def edge_columns(n: int, block_n: int) -> int:
+    """Width of the narrow edge tiles (tma_persistent_tile's EDGE_N) of a NARROW_EDGE launch on N columns: the
+    columns past the last whole BLOCK_N tile rounded up to a power of two, at least NARROWEST_EDGE; 0 where whole
+    tiles cover N, or where the edge tile would be as wide as a whole one."""
+    rest = n % block_n
+    width = max(NARROWEST_EDGE, triton.next_power_of_2(rest))
+    return width if rest and width < block_n else 0
 
 
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
@@ -347,25 +406,48 @@ class TmaArguments:
     b_col: bool
     c_tma: bool
     after_copies: bool  # a padding copy runs just before the GEMM (see pdl_options)
+    edge_n: int = 0  # the kernel's EDGE_N: with it, b_edge and c_edge are B's and C's for the narrow edge tiles
+    b_edge: TensorDescriptor | None = None
+    c_edge: object = None
+    edge_claims: object = None
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
     """The descriptors (and padded copies, for operands the copy engine cannot address or, with variant.align_rows,
     whose rows start off 128-byte lines) of one launch."""
     a_col, b_col = is_column_major(a), is_column_major(b)
+    bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
+    edge_n = edge_columns(b.shape[1], bn) if variant.narrow_edge else 0
     c_tma = _tma_readable(c)
     if c_tma:
         c_arg, stride_cm, stride_cn = (TensorDescriptor.from_tensor(c, output_block(config, variant.epilogue_subtile)),
                                        None, None)
+        c_edge = TensorDescriptor.from_tensor(c, [bm, edge_n]) if edge_n else None
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
+        c_edge = c if edge_n else None
     operands = [operand_matrix(a, a_col), operand_matrix(b, b_col)]
     a_view, b_view = views = tma_views(operands, variant.align_rows)
     copies = any(view is not operand for view, operand in zip(views, operands))
-    bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
+    b_edge = TensorDescriptor.from_tensor(b_view, [edge_n, bk] if b_col else [bk, edge_n]) if edge_n else None
+    claims = torch.zeros(1, dtype=torch.int32, device=c.device) if edge_n else None
     return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
                         TensorDescriptor.from_tensor(b_view, [bn, bk] if b_col else [bk, bn]),
-                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED)
+                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edge_n, b_edge,
+                        c_edge, claims)
+
+
+def edge_stages(config: TileConfig, edge_n: int) -> int:
+    """Pipeline depth of the edge tiles' K loop: as deep as the shared memory of the whole tiles' stages holds. An
+    edge tile's stage is a fraction of a whole tile's, so at the same depth too few bytes are in flight to cover
+    the latency of the loads."""
+    return config.num_stages * (config.BLOCK_SIZE_M + config.BLOCK_SIZE_N) // (config.BLOCK_SIZE_M + edge_n)
+
+
+def edge_options(config: TileConfig, edge_n: int) -> dict:
+    """The kernel's EDGE_N and EDGE_STAGES, passed only when set: kernels specialized before NARROW_EDGE existed stay
+    the same."""
+    return {"EDGE_N": edge_n, "EDGE_STAGES": edge_stages(config, edge_n)} if edge_n else {}
 
 
 def pdl_options(after_copies: bool) -> dict:
@@ -395,11 +477,11 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     grid = _programs(config, M, N, c.device)
     workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
-        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, M, N, K, args.stride_cm,
-        args.stride_cn, bias.stride(0) if bias is not None else 0,
+        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, args.b_edge, args.c_edge,
+        args.edge_claims, M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **pdl_options(args.after_copies), **dict(config.options),
+        **edge_options(config, args.edge_n), **pdl_options(args.after_copies), **dict(config.options),
     )
     return c
 
@@ -445,9 +527,17 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     scaled, scales = mock_scales(problem)
     scratch = (mock(torch.int32 if problem.dtype_a == torch.int8 else torch.float32), mock(torch.int32)) if (
         variant.stream_k) else (None, None)
+    edge_n = edge_columns(N, bn) if variant.narrow_edge else 0
+    edge = (None, None, None)
+    if edge_n:
+        b_edge = _mock_descriptor(problem.dtype_b, N, K, [edge_n, bk]) if problem.col_b else _mock_descriptor(
+            problem.dtype_b, K, N, [bk, edge_n])
+        edge = (b_edge, _mock_descriptor(problem.dtype_c, M, N, [bm, edge_n]) if c_tma else c_arg,
+                mock(torch.int32))
     return loaded_resources(kernel.warmup(
-        a_desc, b_desc, c_arg, bias, *scales, *scratch, M, N, K, *c_strides, 1 if problem.bias else 0,
+        a_desc, b_desc, c_arg, bias, *scales, *scratch, *edge, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **pdl_options(takes_copies(problem, variant.align_rows)), **dict(config.options),
+        **edge_options(config, edge_n), **pdl_options(takes_copies(problem, variant.align_rows)),
+        **dict(config.options),
     ))

@@ -33,6 +33,7 @@ _TOKENS: dict[str, str] = {
     "STREAM_K": "STK",
     "SWAP_AB": "SWAP",
     "ALIGN_ROWS": "AR",
+    "NARROW_EDGE": "NE",
     # Plain-family knob (any GPU), printed only when set
     "STATIC_SHAPE": "SS",
     # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
@@ -40,9 +41,10 @@ _TOKENS: dict[str, str] = {
 }
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
-HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB", "ALIGN_ROWS")
-# The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB and ALIGN_ROWS act on the host
-# side of a launch.
+HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB", "ALIGN_ROWS",
+                "NARROW_EDGE")
+# The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
+# the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
 # Every knob that is 0 (off) or 1 (on).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE")
@@ -131,6 +133,9 @@ class Config:
     # off a 128-byte line into rows padded to whole lines, as it pads rows that are not 16-byte aligned
     # (gen.tma_family.tma_views).
     ALIGN_ROWS: int = 0
+    # 1: the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as those
+    # columns rounded up to a power of two (gen.tma_family.narrow_edge_part).
+    NARROW_EDGE: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():  # runs for every config of the space: kept lean

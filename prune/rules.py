@@ -260,6 +260,32 @@ def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
     return bool(config.PERSISTENT_TMA) and any(row % 16 == 0 and row % 128 for row in operand_row_bytes(problem))
 
 
+NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
+
+
+def edge_columns(problem: GemmProblem, config: Config) -> int:
+    """Width of a NARROW_EDGE config's edge tiles on the problem its kernel computes (C^T with SWAP_AB), as the launch
+    sets it (gen.tma_family.edge_columns): the columns past the last whole tile rounded up to a power of two, at least
+    NARROWEST_EDGE; 0 where whole tiles cover N or the edge tile would be as wide as a whole one."""
+    n = problem.M if config.SWAP_AB else problem.N
+    rest = n % config.BLOCK_SIZE_N
+    width = max(NARROWEST_EDGE, 1 << (rest - 1).bit_length())
+    return width if rest and width < config.BLOCK_SIZE_N else 0
+
+
+def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # A last column of tiles that N fills only in part spends its matrix instructions on columns past N; the edge
+    # tiles compute it narrower. Kept only where they are narrower than a whole tile, and not with stream-K (which
+    # shares out whole tiles) or clusters, neither measured with it. Measured on the H100 (Triton 3.6, fp16,
+    # BENCHMARKS.md, twelfth run): with warp specialization and 4 warps every config failed to compile
+    # ("PassManager::run failed"), 59 of 59 at 8192x2056x4096 and at 4096x4112x4096, where 26 of their twins without
+    # the edge tiles compiled.
+    if not config.NARROW_EDGE:
+        return True
+    return (bool(config.PERSISTENT_TMA) and not config.STREAM_K and config.num_ctas == 1
+            and not (config.WARP_SPECIALIZE and config.num_warps == 4) and edge_columns(problem, config) > 0)
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -304,6 +330,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
          "tiles than C and passes the tile rules", _swap_ab),
     Rule("align_rows", "ALIGN_ROWS only in the TMA family, where A's or B's rows are 16-byte aligned but not 128",
          _align_rows),
+    Rule("narrow_edge", "NARROW_EDGE only in the TMA family, no STREAM_K, num_ctas 1, not WARP_SPECIALIZE with 4 "
+         "warps (fails to compile), where N's last column of tiles would be at least half empty", _narrow_edge),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

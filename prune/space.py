@@ -30,6 +30,7 @@ class RangeSpace:
     stream_k: tuple[int, ...] = (0,)
     swap_ab: tuple[int, ...] = (0,)
     align_rows: tuple[int, ...] = (0,)
+    narrow_edge: tuple[int, ...] = (0,)
     schedule_hint: tuple[str | None, ...] = (None,)  # AMD-only, as the knobs above
 
     def _ranges(self) -> dict[str, tuple]:
@@ -40,7 +41,7 @@ class RangeSpace:
         """Kernel-family knob settings: the knobs after PERSISTENT_TMA exist only with it."""
         return [dict(zip(HOPPER_KNOBS, values)) for values in itertools.product(
             self.persistent_tma, self.warp_specialize, self.epilogue_subtile, self.stream_k, self.swap_ab,
-            self.align_rows)
+            self.align_rows, self.narrow_edge)
             if values[0] or not any(values[1:])]
 
     def tile_configs(self) -> list[Config]:
@@ -58,7 +59,8 @@ class RangeSpace:
         return size
 
 
-_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stream_k", "swap_ab", "align_rows")
+_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stream_k", "swap_ab", "align_rows",
+                  "narrow_edge")
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
 # STREAM_K stays out of it: measured on the H100 it lost to its twin without on every shape tried (BENCHMARKS.md,
 # seventh run); a space file can still ask for it.
@@ -68,14 +70,15 @@ _FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stre
 # STATIC_SHAPE joins it too; the rules keep it only for launch-bound sizes, where it was measured to pay.
 # SWAP_AB joins it; the rules keep it only where C^T takes fewer tiles than C.
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
+# NARROW_EDGE joins it; the rules keep it only where N leaves a last column of tiles mostly empty.
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                        swap_ab=(0, 1), align_rows=(0, 1))
+                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as does STATIC_SHAPE
 # until it is measured there (a space file can ask for it).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
 AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
                     warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,),
-                    static_shape=(0,), schedule_hint=("none",))
+                    narrow_edge=(0,), static_shape=(0,), schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -87,7 +90,7 @@ _SPACE_KEYS = {
     "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "num_ctas": "num_ctas",
     "waves_per_eu": "waves_per_eu", "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack",
     "PERSISTENT_TMA": "persistent_tma", "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile",
-    "STREAM_K": "stream_k", "SWAP_AB": "swap_ab", "ALIGN_ROWS": "align_rows",
+    "STREAM_K": "stream_k", "SWAP_AB": "swap_ab", "ALIGN_ROWS": "align_rows", "NARROW_EDGE": "narrow_edge",
     "STATIC_SHAPE": "static_shape", "schedule_hint": "schedule_hint",
 }
 _CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
@@ -123,7 +126,7 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
     space = replace(base, **values)
     if 1 not in space.persistent_tma:  # the knobs that exist only with TMA go with it
         space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,),
-                        align_rows=(0,))
+                        align_rows=(0,), narrow_edge=(0,))
     return space
 
 

@@ -69,7 +69,8 @@ def launcher_for(config: Config) -> Launcher:
         knobs = {knob: bool(getattr(config, knob)) for knob in KERNEL_KNOBS}
         kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
         variant = tma_family.TmaVariant(epilogue_subtile=knobs["EPILOGUE_SUBTILE"], stream_k=knobs["STREAM_K"],
-                                        swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS))
+                                        swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS),
+                                        narrow_edge=bool(config.NARROW_EDGE))
         return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, variant))
     tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
     kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})

@@ -151,9 +151,9 @@ def test_c_is_stored_in_place_through_its_descriptor_or_through_pointers(tmp_pat
         c_arg = args[2]
         if through_descriptor:
             assert isinstance(c_arg, module.TensorDescriptor) and c_arg.base is c, config
-            assert args[11:13] == (None, None)  # no strides: they stay out of the specialization
+            assert args[14:16] == (None, None)  # no strides: they stay out of the specialization
         else:
-            assert c_arg is c and args[11:13] == c.stride(), config  # C itself: no copy in or out
+            assert c_arg is c and args[14:16] == c.stride(), config  # C itself: no copy in or out
 
 
 SENTINEL = 7.0  # a finite value the kernels never write where it is checked
@@ -177,19 +177,26 @@ def _c_in_storage(view: str, M: int, N: int) -> tuple:
     return storage, c, outside
 
 
+# tiles: "whole" ones of 64 and 128 cut the view's edges (N = 64); "narrow edge" tiles of 16 cover the 8 columns
+# past one whole tile of 64 (N = 72), half of each past the view. A store past the view would show either way.
+@pytest.mark.parametrize("tiles", ["whole", "narrow edge"])
 @pytest.mark.parametrize("view,through_descriptor", [("sliced", False), ("sliced_aligned", True),
                                                      ("transposed", False)])
-def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env, monkeypatch, view,
+def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env, monkeypatch, tiles, view,
                                                       through_descriptor):
-    M, N = 70, 64  # tiles of 64 and 128 cut the view's edges, so a store past them would show
-    module = load_module(write_module(problem(M, N, 90), TMA_CONFIGS, tmp_path))
-    for config in TMA_CONFIGS:
+    M, N, configs, edge_n = (70, 64, TMA_CONFIGS, 0) if tiles == "whole" else (
+        70, 72, [NARROW_CONFIGS[0], NARROW_CONFIGS[2]], 16)
+    module = load_module(write_module(problem(M, N, 90), configs, tmp_path))
+    for config in configs:
         spy = spied(monkeypatch, module, config)
         storage, c, outside = _c_in_storage(view, M, N)
         module.poison(c)
         a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=6)
         module.LAUNCHERS[str(config)](a, b, c)
-        assert spy.launches[0][1]["C_TMA"] is through_descriptor, (config, view)
+        [(args, kwargs)] = spy.launches
+        assert kwargs["C_TMA"] is through_descriptor and kwargs.get("EDGE_N", 0) == edge_n, (config, view)
+        if edge_n:  # the edge tiles' C: a descriptor of their width, or C itself
+            assert isinstance(args[9], module.TensorDescriptor) is through_descriptor, (config, view)
         assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
         assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
@@ -218,9 +225,9 @@ def test_swapped_configs_compute_c_through_its_transpose(tmp_path, interpreter_e
         error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=7)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         [(args, kwargs)] = spy.launches
-        assert args[8:11] == (N, M, K), config
+        assert args[11:14] == (N, M, K), config
         assert (kwargs["A_COL"], kwargs["B_COL"], kwargs["C_TMA"]) == (not col_b, not col_a, False), config
-        assert args[11:13] == (1, N), config  # C^T's strides: C itself, written in place
+        assert args[14:16] == (1, N), config  # C^T's strides: C itself, written in place
 
 
 def test_a_swapped_config_writes_a_view_of_c_and_nothing_around_it(tmp_path, interpreter_env):
@@ -266,6 +273,80 @@ def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, mon
     a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=9)
     arguments = module.tma_arguments(getattr(module, f"CONFIG_{TMA_CONFIGS[0]}"), module.TmaVariant(), a, b, c)
     assert arguments.after_copies is module.takes_copies(module.PROBLEM)
+
+
+# Narrow edge tiles under the interpreter's 3 persistent programs: sizes whose last column of tiles (of C, or of C^T
+# with SWAP_AB) N fills in part, through descriptors and pointers, row- and column-major.
+NARROW_CONFIGS = [
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1),
+    Config(64, 128, 32, 2, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=1),
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, NARROW_EDGE=1),
+    Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=1),
+]
+
+
+def _edge_claims(spy) -> list:
+    """Per launch: (EDGE_N, the claim counter as the programs left it, programs)."""
+    return [(kwargs.get("EDGE_N", 0), int(args[10].item()) if args[10] is not None else None, grid[0])
+            for (args, kwargs), grid in zip(spy.launches, spy.grids)]
+
+
+# (M, N, K): edge widths for tiles 64 / 128 wide, and for C^T (N = M) 128 wide
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (200, 136, 90, False, False),  # 16 / 16, C^T none (72 past 128: a tile as wide)
+    (130, 200, 67, True, True),  # 16 / none, C^T 16
+    (70, 81, 33, False, True),  # 32 / none; C's rows of 81 halves: stored through pointers
+    (257, 150, 64, True, False),  # 32 / 32, C^T 16
+])
+def test_narrow_edge_tiles_match_float64_and_each_is_claimed_once(tmp_path, interpreter_env, monkeypatch, dtype, M, N,
+                                                                   K, col_a, col_b):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS, tmp_path))
+    narrowed = 0
+    for config in NARROW_CONFIGS:
+        spy = spied(monkeypatch, module, config)
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=11)
+        assert error <= module.PROBLEM.tolerance, (str(config), error)
+        rows, cols = (N, M) if config.SWAP_AB else (M, N)
+        [(edge_n, claims, programs)] = _edge_claims(spy)
+        assert edge_n == module.edge_columns(cols, config.BLOCK_SIZE_N), config
+        if edge_n:  # every edge tile claimed once, then one claim too many per program
+            narrowed += 1
+            assert claims == -(-rows // config.BLOCK_SIZE_M) + programs, config
+        else:
+            assert claims is None
+    assert narrowed >= 2
+
+
+@pytest.mark.parametrize("dtype, dtype_c, bias", [("fp16", "fp16", True), ("fp8", "fp32", True),
+                                                  ("int8", "int32", False)])
+def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias):
+    from dataclasses import replace
+
+    config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1)
+    p = replace(problem(200, 136, 300, dtype, dtype_c=dtype_c), bias=bias)  # 8 columns past two whole tiles
+    module = load_module(write_module(p, [config], tmp_path))
+    spy = spied(monkeypatch, module, config)
+    error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=13)
+    assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
+    assert _edge_claims(spy)[0][0] == 16
+
+
+def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
+    from prune.rules import edge_columns
+
+    module = load_module(write_module(problem(64, 64, 64), NARROW_CONFIGS[:1], tmp_path))
+    for block_n in (64, 128, 256):
+        config = Config(128, block_n, 64, PERSISTENT_TMA=1, NARROW_EDGE=1)
+        assert [module.edge_columns(n, block_n) for n in range(1, 600)] == [
+            edge_columns(problem(64, n, 64), config) for n in range(1, 600)]
+    assert [module.edge_columns(n, 256) for n in (2048, 2049, 2056, 2064, 2065, 2176, 2177)] == [0, 16, 16, 16, 32,
+                                                                                                 128, 0]
+    # the edge's K loop as deep as the whole tiles' stages' shared memory holds: 3 x (128 + 256) / (128 + 16)
+    tile = module.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
+                             num_warps=8, num_stages=3)
+    assert module.edge_stages(tile, 16) == 8
+    assert module.edge_options(tile, 0) == {} and module.edge_options(tile, 16) == {"EDGE_N": 16, "EDGE_STAGES": 8}
 
 
 def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):

@@ -123,6 +123,28 @@ def test_align_rows_configs_compiled_ahead_and_correct(tmp_path, M, N, K, col_a,
     assert set(ahead.values()) == {"ok"}, ahead
 
 
+# the columns past the last whole tile in narrow edge tiles: plain, warp-specialized, with rows copied, swapped
+NARROW_CONFIGS = [
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=1),
+    Config(256, 128, 64, 1, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=1),
+    Config(128, 256, 64, 8, 1, 8, 4, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, ALIGN_ROWS=1,
+           NARROW_EDGE=1),
+    Config(128, 128, 64, 8, 1, 4, 5, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (8192, 2056, 4096, False, False),  # 8 columns past whole tiles of 256 and 128: edge tiles of 16; C^T: none
+    (4095, 4097, 1023, False, False),  # 1 column past; C stored through pointers; C^T: 127 past 128, none
+    (2056, 1040, 520, True, True),  # column-major A and B, 16 columns past; C^T (N = 2056): 8 past
+    (1000, 1040, 1000, False, True),  # 16 columns past; C^T: 104 past 128, none
+])
+def test_narrow_edge_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
+    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_num_ctas_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):

@@ -14,7 +14,7 @@ from prune.config import AMD_KNOBS, CLUSTER_SIZES, KERNEL_PREFIX, Config, Config
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
           "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE", "SWAP_AB",
-          "ALIGN_ROWS")
+          "ALIGN_ROWS", "NARROW_EDGE")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
@@ -85,11 +85,14 @@ def test_hopper_knobs_print_only_when_on():
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"
 
 
-# the host-side knobs print after the kernel knobs, SWAP_AB then ALIGN_ROWS, and read back
+# the host-side knobs print after the kernel knobs, SWAP_AB, ALIGN_ROWS, NARROW_EDGE, and read back
 @pytest.mark.parametrize("knob, knobs, name", [
     ("SWAP_AB", {"SWAP_AB": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1"),
     ("ALIGN_ROWS", {"ALIGN_ROWS": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_AR1"),
     ("ALIGN_ROWS", {"SWAP_AB": 1, "ALIGN_ROWS": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1_AR1"),
+    ("NARROW_EDGE", {"NARROW_EDGE": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE1"),
+    ("NARROW_EDGE", {"SWAP_AB": 1, "ALIGN_ROWS": 1, "NARROW_EDGE": 1},
+     "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1_AR1_NE1"),
 ])
 def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs, name):
     config = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, **knobs)

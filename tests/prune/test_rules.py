@@ -16,6 +16,7 @@ from prune.rules import (
     RULES,
     RULES_BY_NAME,
     cdiv,
+    edge_columns,
     even_k,
     k_iterations,
     operand_row_bytes,
@@ -155,7 +156,7 @@ def test_rules_by_name_matches_rules():
     ]
     assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "epilogue_subtile", "tma_shared_memory",
                                              "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
-                                             "swap_ab", "align_rows", "tma_clusters"]
+                                             "swap_ab", "align_rows", "narrow_edge", "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -288,6 +289,42 @@ def test_align_rows_only_where_a_row_starts_16_byte_aligned_off_a_line(size, dty
     assert RULES_BY_NAME["align_rows"].keep(p, replace(config, ALIGN_ROWS=0), IP)
     assert operand_row_bytes(p) == ((size[0] if col_a else size[2]) * DTYPES[dtype].bytes,
                                     (size[2] if col_b else size[1]) * DTYPES[dtype].bytes)
+
+
+EDGE = {"PERSISTENT_TMA": 1, "NARROW_EDGE": 1}
+
+
+@pytest.mark.parametrize("size, block_n, knobs, width", [
+    ((8192, 2056, 4096), 256, {}, 16),  # 8 columns past 8 whole tiles
+    ((8192, 2056, 4096), 128, {}, 16),
+    ((4096, 4112, 4096), 256, {}, 16),
+    ((8192, 2200, 4096), 128, {}, 32),  # 24 columns past 17 whole tiles
+    ((8192, 2200, 4096), 256, {}, 0),  # 152 columns: an edge tile of 256, as wide as a whole one
+    ((4096, 4096, 4096), 256, {}, 0),  # whole tiles cover N
+    ((4095, 4097, 1023), 256, {}, 16),  # one column past 16 whole tiles
+    ((4095, 4097, 1023), 256, {"SWAP_AB": 1}, 0),  # C^T's N is 4095: 255 past 15 whole tiles
+    ((2056, 8192, 4096), 256, {"SWAP_AB": 1}, 16),  # C^T's N is 2056
+    ((8192, 2056, 4096), 256, {"STREAM_K": 1}, 0),  # not with stream-K
+    ((8192, 2056, 4096), 256, {"num_ctas": 2}, 0),  # nor in clusters
+    ((8192, 2056, 4096), 128, {"WARP_SPECIALIZE": 1}, 16),
+    ((8192, 2056, 4096), 128, {"WARP_SPECIALIZE": 1, "num_warps": 4}, 0),  # fails to compile
+])
+def test_narrow_edge_only_where_an_edge_tile_would_be_narrower_than_a_whole_one(size, block_n, knobs, width):
+    config = Config(128, block_n, 64, num_warps=8, num_stages=3, **EDGE)
+    config = replace(config, **knobs)
+    p = problem(*size)
+    assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is (width > 0)
+    assert RULES_BY_NAME["narrow_edge"].keep(p, replace(config, NARROW_EDGE=0), IP)
+    if not set(knobs) & {"STREAM_K", "num_ctas", "num_warps"}:
+        assert edge_columns(p, config) == width
+
+
+def test_narrow_edge_only_in_the_tma_family_and_kept_by_pruning_beside_its_twin():
+    p = problem(8192, 2056, 4096)
+    assert not RULES_BY_NAME["narrow_edge"].keep(p, Config(128, 256, 64, num_warps=8, NARROW_EDGE=1), IP)
+    narrow = [c for c in prune(p, IP).configs if c.NARROW_EDGE]
+    assert narrow and all(c.PERSISTENT_TMA and edge_columns(p, c) for c in narrow)
+    assert {replace(c, NARROW_EDGE=0) for c in narrow} <= set(prune(p, IP).configs)
 
 
 def test_align_rows_only_in_the_tma_family_and_kept_by_pruning_where_it_copies():
@@ -454,9 +491,9 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 17 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS
-    # (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 17
+    # 33 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB, ALIGN_ROWS and
+    # NARROW_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 33
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -495,11 +532,12 @@ def test_prune_known_counts_on_interpreter(full_results):
     skinny = full_results[(SKINNY, IP.name)].configs
     assert len(skinny) == 3642  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
     assert len([c for c in skinny if c.STATIC_SHAPE]) == 214
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 17 family variants, with and
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 33 family variants, with and
     # without STATIC_SHAPE
-    assert big.removed_by_rule["split_k"] == 17 * 2 * 48_000
+    assert big.removed_by_rule["split_k"] == 33 * 2 * 48_000
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
+    assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096
     assert all(c.SPLIT_K == 1 for c in big.configs)
     assert all(min(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) >= 64 and c.BLOCK_SIZE_K >= 32 and c.num_warps >= 4
                for c in big.configs)

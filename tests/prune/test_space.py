@@ -21,8 +21,8 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
-                                    static_shape=(0, 1), swap_ab=(0, 1), align_rows=(0, 1))
-    assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == (0,)
+                                    static_shape=(0, 1), swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1))
+    assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
     assert AMD_SPACE.static_shape == (0,)  # not measured on AMD yet
     assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
     assert FULL_SPACE.num_ctas == AMD_SPACE.num_ctas == (1,)  # opt-in: slower on every config measured
@@ -45,14 +45,15 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 125_000  # 62,500 tile shapes, each with and without STATIC_SHAPE
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1)
-    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS: the other knobs exist only with TMA
+    # plain, and TMA with each subset of WS, ES, SWAP_AB, ALIGN_ROWS and NARROW_EDGE: the other knobs exist only with
+    # TMA
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
-    assert families[0] == (0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 17
-    assert sorted(families[1:]) == [(1, ws, es, 0, swap, align) for ws in (0, 1) for es in (0, 1) for swap in (0, 1)
-                                    for align in (0, 1)]
-    assert len(FULL_SPACE) == 17 * 125_000
+    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 33
+    assert sorted(families[1:]) == [(1, ws, es, 0, swap, align, edge) for ws in (0, 1) for es in (0, 1)
+                                    for swap in (0, 1) for align in (0, 1) for edge in (0, 1)]
+    assert len(FULL_SPACE) == 33 * 125_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
-    with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,))
+    with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
         (0, 0, 0, 0), (1, 0, 0, 0), (1, 0, 0, 1), (1, 0, 1, 0), (1, 0, 1, 1), (1, 1, 0, 0), (1, 1, 0, 1), (1, 1, 1, 0),
         (1, 1, 1, 1)]
@@ -105,7 +106,7 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 17 * 2  # x 17 kernel-family variants x STATIC_SHAPE 0|1
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 33 * 2  # x 33 kernel-family variants x STATIC_SHAPE 0|1
 
 
 def test_space_from_small_space_yaml(small_space):
@@ -115,10 +116,12 @@ def test_space_from_small_space_yaml(small_space):
 def test_mapping_without_tma_drops_its_knobs():
     space = space_from_mapping({"PERSISTENT_TMA": [0]}, "x")
     assert space.families() == [{"PERSISTENT_TMA": 0, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 0, "STREAM_K": 0,
-                                 "SWAP_AB": 0, "ALIGN_ROWS": 0}]
+                                 "SWAP_AB": 0, "ALIGN_ROWS": 0, "NARROW_EDGE": 0}]
     assert space_from_mapping({"PERSISTENT_TMA": [0], "SWAP_AB": [0, 1]}, "x").swap_ab == (0,)
     assert space_from_mapping({"PERSISTENT_TMA": [0], "ALIGN_ROWS": [0, 1]}, "x").align_rows == (0,)
     assert space_from_mapping({"ALIGN_ROWS": [0]}, "x").align_rows == (0,)
+    assert space_from_mapping({"PERSISTENT_TMA": [0], "NARROW_EDGE": [0, 1]}, "x").narrow_edge == (0,)
+    assert space_from_mapping({"NARROW_EDGE": [0]}, "x").narrow_edge == (0,)
     assert space_from_mapping({"SWAP_AB": [0]}, "x").swap_ab == (0,)
     assert space_from_mapping({"WARP_SPECIALIZE": 0}, "x").warp_specialize == (0,)
     assert space_from_mapping({"PERSISTENT_TMA": [0], "STREAM_K": [0, 1]}, "x").stream_k == (0,)

@@ -1,7 +1,8 @@
 """runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
 them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
 constant-shape kernel, right on every shape; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
-copies operands whose rows start off 128-byte lines."""
+copies operands whose rows start off 128-byte lines; a NARROW_EDGE config computes the columns past its whole tiles
+in narrow tiles, on whatever N it meets."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):
     config = Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1)
     assert _error(config) <= DTYPES["fp16"].tolerance
     [(args, kwargs)] = spy.launches
-    assert args[8:11] == (N, M, K) and args[11:13] == (1, N)  # C^T, written in place through C's storage
+    assert args[11:14] == (N, M, K) and args[14:16] == (1, N)  # C^T, written in place through C's storage
     assert "SWAP_AB" not in kwargs  # a host-side knob: the kernel binds none of it
     assert (kwargs["A_COL"], kwargs["B_COL"]) == (True, True)  # B^T and A^T of row-major B and A
 
@@ -98,3 +99,18 @@ def test_an_align_rows_config_copies_rows_that_start_off_128_byte_lines(spy_on):
     assert [desc.strides[0] for desc in plain[:2]] == [48, 72]  # A and B as they are
     assert [desc.strides[0] for desc in aligned[:2]] == [64, 128]  # copies with rows of whole lines
     assert "ALIGN_ROWS" not in kwargs  # a host-side knob: the kernel binds none of it
+
+
+def test_a_narrow_edge_config_sizes_its_edge_tiles_to_each_n_it_meets(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1)
+    generator = torch.Generator().manual_seed(5)
+    a = torch.randn(70, 40, generator=generator).half()
+    for n in (72, 100, 128):  # 8 columns past one whole tile of 64, 36 (a tile as wide as a whole one), none
+        b = torch.randn(40, n, generator=generator).half()
+        c = torch.full((70, n), float("nan"), dtype=torch.float16)
+        kernels.launcher_for(config)(a, b, c)
+        assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance, n
+    assert [kwargs.get("EDGE_N", 0) for _, kwargs in spy.launches] == [16, 0, 0]
+    assert [args[8] is not None for args, _ in spy.launches] == [True, False, False]  # B's edge descriptor
+    assert "NARROW_EDGE" not in spy.launches[0][1]  # a host-side knob: the kernel binds its width, not the knob
