@@ -11,7 +11,7 @@ from triton.language.extra.cuda import gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 # family-imports-begin (the generator drops these lines: the plain family above defines the names)
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
@@ -292,6 +292,40 @@ def pad_rows_kernel(src0, dst0, rows0, cols0, src_stride_r0, src_stride_c0, bloc
                       WIDE)
 
 
+TRANSPOSE_BLOCK = 64  # a square tile of B per program of the K-major copy
+
+
+@triton.jit
+def k_major_copy_kernel(src, dst, K, N, stride_k, stride_n, dst_stride, PADDED_K, BLOCK: tl.constexpr):
+    """dst[n, k] = src[k, n] for one BLOCK x BLOCK tile, zero in dst's padding columns (K <= k < PADDED_K). Triton
+    lays the loaded tile out along src's unit stride and the stored one along dst's rows, turning it through shared
+    memory between the two, so that both sides are read and written whole."""
+    n = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    k = tl.program_id(axis=1) * BLOCK + tl.arange(0, BLOCK)
+    tile = tl.load(src + k[:, None].to(tl.int64) * stride_k + n[None, :].to(tl.int64) * stride_n,
+                   mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
+    tl.store(dst + n[:, None].to(tl.int64) * dst_stride + k[None, :], tl.trans(tile),
+             mask=(n[:, None] < N) & (k[None, :] < PADDED_K))
+
+
+def k_major_copy(b):
+    """A row-major B (K x N) copied into the rows of B^T (N x K, rows padded to whole 128-byte lines): the K-major
+    layout in which wgmma reads 8-bit operands. Given a row-major 8-bit B, Triton re-lays each tile out in shared
+    memory inside the GEMM instead: at 4096^3 fp8 that GEMM took 308.9 us, against 97.7 with B column-major
+    (BENCHMARKS.md, twelfth run). Returns B's column-major view of the copy."""
+    K, N = b.shape
+    padded = torch.empty((N, _padded_columns(K, b.element_size())), dtype=b.dtype, device=b.device)
+    grid = (ceil_div(N, TRANSPOSE_BLOCK), ceil_div(padded.shape[1], TRANSPOSE_BLOCK))
+    k_major_copy_kernel[grid](b, padded, K, N, b.stride(0), b.stride(1), padded.stride(0), padded.shape[1],
+                              BLOCK=TRANSPOSE_BLOCK)
+    return padded[:, :K].t()
+
+
+def copies_b_k_major(b) -> bool:
+    """Whether the launch copies B into K-major order (k_major_copy): an 8-bit B that is not column-major."""
+    return b.element_size() == 1 and not is_column_major(b)
+
+
 @dataclass(frozen=True)
 class PaddingCopy:
     """One operand the copy engine cannot address, and the row-padded buffer it is copied to."""
@@ -415,7 +449,8 @@ class TmaArguments:
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
     """The descriptors (and padded copies, for operands the copy engine cannot address or, with variant.align_rows,
     whose rows start off 128-byte lines) of one launch."""
-    a_col, b_col = is_column_major(a), is_column_major(b)
+    b_copy = k_major_copy(b) if copies_b_k_major(b) else b
+    a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     edge_n = edge_columns(b.shape[1], bn) if variant.narrow_edge else 0
     c_tma = _tma_readable(c)
@@ -426,9 +461,9 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
         c_edge = c if edge_n else None
-    operands = [operand_matrix(a, a_col), operand_matrix(b, b_col)]
+    operands = [operand_matrix(a, a_col), operand_matrix(b_copy, b_col)]
     a_view, b_view = views = tma_views(operands, variant.align_rows)
-    copies = any(view is not operand for view, operand in zip(views, operands))
+    copies = b_copy is not b or any(view is not operand for view, operand in zip(views, operands))
     b_edge = TensorDescriptor.from_tensor(b_view, [edge_n, bk] if b_col else [bk, edge_n]) if edge_n else None
     claims = torch.zeros(1, dtype=torch.int32, device=c.device) if edge_n else None
     return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
@@ -487,9 +522,11 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
 
 
 def takes_copies(problem, align_rows: bool = False) -> bool:
-    """Whether a launch on this problem's contiguous operands pads one of them, as tma_arguments decides: a row of A
-    (K elements), of a column-major A's transpose (M), of B (N) or of a column-major B's transpose (K) that does not
-    start 16-byte aligned, or with align_rows 128-byte aligned."""
+    """Whether a launch on this problem's contiguous operands copies one of them, as tma_arguments decides: an 8-bit
+    row-major B (k_major_copy), or a row of A (K elements), of a column-major A's transpose (M), of B (N) or of a
+    column-major B's transpose (K) that does not start 16-byte aligned, or with align_rows 128-byte aligned."""
+    if problem.dtype_b.itemsize == 1 and not problem.col_b:
+        return True
     row_bytes = [(problem.M if problem.col_a else problem.K) * problem.dtype_a.itemsize,
                  (problem.K if problem.col_b else problem.N) * problem.dtype_b.itemsize]
     alignment = PADDED_ROW_BYTES if align_rows else TMA_ALIGNMENT_BYTES
@@ -509,6 +546,9 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         return {}
     if variant.swap_ab:
         problem = problem.transposed()
+    copies = takes_copies(problem, variant.align_rows)
+    if problem.dtype_b.itemsize == 1 and not problem.col_b:
+        problem = replace(problem, col_b=True)  # the launch reads B's K-major copy (k_major_copy)
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
@@ -538,6 +578,6 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         a_desc, b_desc, c_arg, bias, *scales, *scratch, *edge, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **edge_options(config, edge_n), **pdl_options(takes_copies(problem, variant.align_rows)),
+        **edge_options(config, edge_n), **pdl_options(copies),
         **dict(config.options),
     ))

@@ -160,9 +160,9 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts; BLOCK_K >= 128
     # for 1-byte inputs), at least double buffering (a single stage leaves the copy engine nothing to
     # overlap), and the full K per program (a K split belongs to the plain family's reduction).
-    # 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into int32). A row-major 8-bit B is kept: wgmma
-    # reads 8-bit operands only K-major, and Triton re-lays such a tile out in shared memory (slower, not
-    # refused). fp32 (tf32) through TMA runs right under the interpreter but has not been checked on a GPU.
+    # 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into int32). wgmma reads 8-bit operands only K-major:
+    # the launch copies a row-major 8-bit B into K-major order first (gen.tma_family.k_major_copy). fp32 (tf32)
+    # through TMA runs right under the interpreter but has not been checked on a GPU.
     if not config.PERSISTENT_TMA:
         return True
     return (problem.dtype_a.bytes in (1, 2) and config.SPLIT_K == 1 and config.BLOCK_SIZE_M >= 64
@@ -243,11 +243,16 @@ def _swap_ab(problem: GemmProblem, config: Config, device: DeviceProfile) -> boo
             and all(rule.keep(transposed, computed, device) for rule in RULES))
 
 
+PADDED_ROW_BYTES = 128  # rows of the TMA family's copies: whole 128-byte lines (gen.tma_family)
+
+
 def operand_row_bytes(problem: GemmProblem) -> tuple[int, int]:
-    """Bytes per row of the matrices the copy engine reads for A and B, contiguous as the tuner allocates them: A (M x K)
-    or a column-major A's transpose, B (K x N) or a column-major B's transpose."""
+    """Bytes per row of the matrices the copy engine reads for A and B, contiguous as the tuner allocates them: A
+    (M x K) or a column-major A's transpose, B (K x N) or a column-major B's transpose. An 8-bit row-major B is read
+    from its K-major copy (gen.tma_family.k_major_copy), whose rows are whole lines."""
+    b_row = PADDED_ROW_BYTES if problem.dtype_b.bytes == 1 and not problem.col_b else problem.N * problem.dtype_b.bytes
     return ((problem.M if problem.col_a else problem.K) * problem.dtype_a.bytes,
-            (problem.K if problem.col_b else problem.N) * problem.dtype_b.bytes)
+            problem.K * problem.dtype_b.bytes if problem.col_b else b_row)
 
 
 def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:

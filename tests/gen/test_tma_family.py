@@ -379,6 +379,45 @@ def test_8_bit_inputs_match_float64(tmp_path, interpreter_env, dtype, dtype_c, c
         assert error <= p.dtype_a.tolerance, (name, error)  # int8: 0, exact
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.int8, torch.float16])
+@pytest.mark.parametrize("K,N", [(150, 45), (64, 128), (300, 70)])
+def test_k_major_copy_holds_b_transposed_in_padded_rows(interpreter_env, tmp_path, dtype, K, N):
+    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
+    b = (torch.randn(K, N, generator=torch.Generator().manual_seed(K)) * 8).to(dtype)
+    copy = module.k_major_copy(b)
+    assert copy.shape == (K, N) and copy.stride(0) == 1 and module.is_column_major(copy)
+    assert copy.stride(1) * copy.element_size() % 128 == 0  # B^T's rows: whole 128-byte lines
+
+    def bits(t):
+        return t.view(torch.int8) if dtype.itemsize == 1 else t
+    assert torch.equal(bits(copy), bits(b))
+    rows = copy.t()
+    padding = rows.as_strided((N, rows.stride(0)), rows.stride())[:, K:]
+    assert not padding.numel() or not bits(padding).any()  # zero, not left over memory
+
+
+# 8-bit B row-major: wgmma reads it K-major, so the launch copies it (k_major_copy) and the kernel reads the copy as
+# a column-major B; a column-major 8-bit B, or a 16-bit B, is read as it is.
+@pytest.mark.parametrize("dtype,col_b,copied", [("fp8", False, True), ("int8", False, True), ("fp8", True, False),
+                                                ("fp16", False, False)])
+def test_an_8_bit_row_major_b_is_copied_k_major(tmp_path, interpreter_env, monkeypatch, dtype, col_b, copied):
+    config = TMA_CONFIGS[0] if dtype == "fp16" else TMA_8BIT_CONFIGS[0]
+    p = problem(64, 64, 256, dtype, col_b=col_b, dtype_c={"fp8": "fp16", "int8": "int32"}.get(dtype))
+    module = load_module(write_module(p, [config], tmp_path))
+    spy = spied(monkeypatch, module, config)
+    assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=14) <= p.dtype_a.tolerance
+    [(args, kwargs)] = spy.launches
+    assert kwargs["B_COL"] is (col_b or copied)
+    b_desc = args[1]
+    assert (b_desc.shape[0], b_desc.strides[0]) == ((64, 256) if col_b or copied else (256, 64))
+    # compiling ahead specializes as the launch does: the copy makes the GEMM a dependent launch on a GPU
+    assert module.takes_copies(module.PROBLEM) is copied
+    monkeypatch.setattr(module, "INTERPRETED", False)
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=14)[:3]
+    arguments = module.tma_arguments(getattr(module, f"CONFIG_{config}"), module.TmaVariant(), a, b, c)
+    assert arguments.after_copies is copied and arguments.b_col is (col_b or copied)
+
+
 @pytest.mark.parametrize("dtype", ["fp8", "bf8"])
 def test_the_fp8_scales_are_applied_once_before_the_bias(tmp_path, interpreter_env, dtype):
     from dataclasses import replace

@@ -279,16 +279,18 @@ ALIGN = {"PERSISTENT_TMA": 1, "ALIGN_ROWS": 1}
     ((4096, 4096, 4104), "fp16", False, True, True),  # a column-major B's transpose has rows of K
     ((4096, 4096, 4096), "fp16", False, False, False),  # whole lines already: nothing to copy
     ((4095, 4097, 1023), "fp16", False, False, False),  # not 16-byte aligned: copied with or without the knob
-    ((4096, 4112, 4096), "fp8", False, False, True),  # 1-byte B rows of 4112 bytes
-    ((4096, 4104, 4096), "fp8", False, False, False),  # 4104 bytes: not 16-byte aligned, always copied
+    ((4096, 4096, 4112), "fp8", False, True, True),  # 1-byte rows of 4112 bytes: A's, a column-major B's transpose
+    ((4096, 4112, 4096), "fp8", False, False, False),  # a row-major 8-bit B is copied K-major, into whole lines
+    ((4096, 4104, 4104), "fp8", False, True, False),  # 4104 bytes: not 16-byte aligned, always copied
 ])
 def test_align_rows_only_where_a_row_starts_16_byte_aligned_off_a_line(size, dtype, col_a, col_b, kept):
     config = Config(128, 256, 128 if dtype == "fp8" else 64, num_warps=8, num_stages=3, **ALIGN)
     p = problem(*size, dtype, col_a, col_b, dtype_c="fp16" if dtype == "fp8" else None)
     assert RULES_BY_NAME["align_rows"].keep(p, config, IP) is kept
     assert RULES_BY_NAME["align_rows"].keep(p, replace(config, ALIGN_ROWS=0), IP)
+    b_row = (size[2] if col_b else size[1]) * DTYPES[dtype].bytes
     assert operand_row_bytes(p) == ((size[0] if col_a else size[2]) * DTYPES[dtype].bytes,
-                                    (size[2] if col_b else size[1]) * DTYPES[dtype].bytes)
+                                    128 if dtype == "fp8" and not col_b else b_row)
 
 
 EDGE = {"PERSISTENT_TMA": 1, "NARROW_EDGE": 1}
