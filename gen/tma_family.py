@@ -119,9 +119,9 @@ def tma_persistent_tile(
     pipelined EDGE_STAGES deep, the programs claiming them from the counter `edge_claims`; 0: they are covered by
     whole tiles, as every other column, and the three are None.
 
-    AFTER_COPIES: the launch padded A or B in the kernel just before this one and launched this one as its
-    programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they wait
-    here until the copy is complete and its writes visible."""
+    AFTER_COPIES: the launch copied A or B in the kernels just before this one and launched this one as the last
+    one's programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they
+    wait here until the copies are complete and their writes visible."""
     if AFTER_COPIES:
         gdc_wait()
     start = tl.program_id(axis=0)
@@ -439,7 +439,7 @@ class TmaArguments:
     a_col: bool
     b_col: bool
     c_tma: bool
-    after_copies: bool  # a padding copy runs just before the GEMM (see pdl_options)
+    after_copies: bool  # a copy (K-major or padding) runs just before the GEMM (see pdl_options)
     edge_n: int = 0  # the kernel's EDGE_N: with it, b_edge and c_edge are B's and C's for the narrow edge tiles
     b_edge: TensorDescriptor | None = None
     c_edge: object = None
@@ -447,8 +447,8 @@ class TmaArguments:
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
-    """The descriptors (and padded copies, for operands the copy engine cannot address or, with variant.align_rows,
-    whose rows start off 128-byte lines) of one launch."""
+    """The descriptors (and copies: an 8-bit row-major B in K-major order, k_major_copy; operands the copy engine
+    cannot address or, with variant.align_rows, whose rows start off 128-byte lines, padded) of one launch."""
     b_copy = k_major_copy(b) if copies_b_k_major(b) else b
     a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
