@@ -321,9 +321,9 @@ def k_major_copy(b):
     return padded[:, :K].t()
 
 
-def copies_b_k_major(b) -> bool:
+def copies_b_k_major(element_bytes: int, column_major: bool) -> bool:
     """Whether the launch copies B into K-major order (k_major_copy): an 8-bit B that is not column-major."""
-    return b.element_size() == 1 and not is_column_major(b)
+    return element_bytes == 1 and not column_major
 
 
 @dataclass(frozen=True)
@@ -449,7 +449,7 @@ class TmaArguments:
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
     """The descriptors (and copies: an 8-bit row-major B in K-major order, k_major_copy; operands the copy engine
     cannot address or, with variant.align_rows, whose rows start off 128-byte lines, padded) of one launch."""
-    b_copy = k_major_copy(b) if copies_b_k_major(b) else b
+    b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
     a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     edge_n = edge_columns(b.shape[1], bn) if variant.narrow_edge else 0
@@ -525,7 +525,7 @@ def takes_copies(problem, align_rows: bool = False) -> bool:
     """Whether a launch on this problem's contiguous operands copies one of them, as tma_arguments decides: an 8-bit
     row-major B (k_major_copy), or a row of A (K elements), of a column-major A's transpose (M), of B (N) or of a
     column-major B's transpose (K) that does not start 16-byte aligned, or with align_rows 128-byte aligned."""
-    if problem.dtype_b.itemsize == 1 and not problem.col_b:
+    if copies_b_k_major(problem.dtype_b.itemsize, problem.col_b):
         return True
     row_bytes = [(problem.M if problem.col_a else problem.K) * problem.dtype_a.itemsize,
                  (problem.K if problem.col_b else problem.N) * problem.dtype_b.itemsize]
@@ -547,8 +547,8 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     if variant.swap_ab:
         problem = problem.transposed()
     copies = takes_copies(problem, variant.align_rows)
-    if problem.dtype_b.itemsize == 1 and not problem.col_b:
-        problem = replace(problem, col_b=True)  # the launch reads B's K-major copy (k_major_copy)
+    if copies_b_k_major(problem.dtype_b.itemsize, problem.col_b):
+        problem = replace(problem, col_b=True)  # the launch reads B's K-major copy
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
