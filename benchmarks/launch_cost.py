@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 from bench_gemm import _do_bench_us, entry_columns  # noqa: E402
-from gen.tma_family import TmaVariant, tma_arguments  # noqa: E402
+from gen.tma_family import tma_arguments  # noqa: E402
+from runtime.kernels import tma_variant  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
 from tuner.sizes import load_sizes  # noqa: E402
@@ -80,8 +81,7 @@ def graph_us(call, calls: int = CALLS) -> float:
 def descriptors_call(config, operands):
     """The host work of one TMA launch's descriptors (gen.tma_family.tma_arguments), without the launch."""
     a, b, c = operands[:3]
-    variant = TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), align_rows=bool(config.ALIGN_ROWS),
-                         narrow_edge=bool(config.NARROW_EDGE))
+    variant = tma_variant(config)
     return lambda: tma_arguments(config, variant, a, b, c)
 
 

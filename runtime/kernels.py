@@ -57,6 +57,13 @@ def _tile_constants(config: Config) -> dict:
             "BLOCK_SIZE_K": config.BLOCK_SIZE_K, "GROUP_SIZE_M": config.GROUP_SIZE_M}
 
 
+def tma_variant(config: Config) -> tma_family.TmaVariant:
+    """The TMA family knobs a launch of `config` acts on, as a generated module's VARIANT_<config> holds them."""
+    return tma_family.TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), stream_k=bool(config.STREAM_K),
+                                 swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS),
+                                 narrow_edge=bool(config.NARROW_EDGE))
+
+
 @functools.cache
 def launcher_for(config: Config) -> Launcher:
     """The (cached) launcher of a config; its launch options (AMD knobs, num_ctas) are passed as in generated
@@ -68,10 +75,7 @@ def launcher_for(config: Config) -> Launcher:
     if config.PERSISTENT_TMA:
         knobs = {knob: bool(getattr(config, knob)) for knob in KERNEL_KNOBS}
         kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
-        variant = tma_family.TmaVariant(epilogue_subtile=knobs["EPILOGUE_SUBTILE"], stream_k=knobs["STREAM_K"],
-                                        swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS),
-                                        narrow_edge=bool(config.NARROW_EDGE))
-        return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, variant))
+        return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, tma_variant(config)))
     tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
     kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})
     reduce_kernel = None
