@@ -39,10 +39,9 @@ class RangeSpace:
 
     def families(self) -> list[dict[str, int]]:
         """Kernel-family knob settings: the knobs after PERSISTENT_TMA exist only with it."""
-        return [dict(zip(HOPPER_KNOBS, values)) for values in itertools.product(
-            self.persistent_tma, self.warp_specialize, self.epilogue_subtile, self.stream_k, self.swap_ab,
-            self.align_rows, self.narrow_edge)
-            if values[0] or not any(values[1:])]
+        return [dict(zip(HOPPER_KNOBS, values))
+                for values in itertools.product(*(getattr(self, field) for field in _FAMILY_FIELDS))
+                if values[0] or not any(values[1:])]
 
     def tile_configs(self) -> list[Config]:
         """Every combination of the other fields, with the family knobs off."""
@@ -59,8 +58,8 @@ class RangeSpace:
         return size
 
 
-_FAMILY_FIELDS = ("persistent_tma", "warp_specialize", "epilogue_subtile", "stream_k", "swap_ab", "align_rows",
-                  "narrow_edge")
+# The RangeSpace fields of the kernel-family knobs, in HOPPER_KNOBS's order (PERSISTENT_TMA first).
+_FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
 # STREAM_K stays out of it: measured on the H100 it lost to its twin without on every shape tried (BENCHMARKS.md,
 # seventh run); a space file can still ask for it.
