@@ -80,10 +80,29 @@ def k_range_product(a_desc, b_desc, acc, off_m, off_n, k_first, k_last, BLOCK_SI
     NUM_STAGES deep (None: the launch's num_stages)."""
     for k_tile in tl.range(k_first, k_last, num_stages=NUM_STAGES):
         off_k = k_tile * BLOCK_SIZE_K
-        a = a_desc.load([off_k, off_m]).T if A_COL else a_desc.load([off_m, off_k])
-        b = b_desc.load([off_n, off_k]).T if B_COL else b_desc.load([off_k, off_n])
-        acc = dot_accumulate(a, b, acc)
+        acc = dot_accumulate(load_operand(a_desc, off_m, off_k, A_COL), load_operand(b_desc, off_k, off_n, B_COL),
+                             acc)
     return acc
+
+
+@triton.jit
+def load_operand(desc, row, col, COL: tl.constexpr):
+    """The tile of an operand at (row, col) through its descriptor; a column-major operand's descriptor describes
+    its transpose, so the tile is read there and transposed back in registers."""
+    return desc.load([col, row]).T if COL else desc.load([row, col])
+
+
+@triton.jit
+def k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, off_n, k_tiles,
+                              BLOCK_SIZE_K: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr):
+    """(acc + the product of A's rows off_m.. and B's columns off_n.., acc_edge + the product of the same rows and
+    B's columns just past them, through b_edge) over every K tile: each tile of A is loaded once for both."""
+    for k_tile in tl.range(0, k_tiles):
+        off_k = k_tile * BLOCK_SIZE_K
+        a = load_operand(a_desc, off_m, off_k, A_COL)
+        acc = dot_accumulate(a, load_operand(b_desc, off_k, off_n, B_COL), acc)
+        acc_edge = dot_accumulate(a, load_operand(b_edge, off_k, off_n + acc.shape[1], B_COL), acc_edge)
+    return acc, acc_edge
 
 
 @triton.jit
@@ -101,7 +120,7 @@ def tma_persistent_tile(
     BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
     C_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
-    EDGE_STAGES: tl.constexpr = None,
+    EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -114,10 +133,11 @@ def tma_persistent_tile(
     STREAM_K: the tiles that would leave a last wave partly idle are shared out by K iterations instead
     (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise.
 
-    EDGE_N: the columns past the last whole BLOCK_SIZE_N tile are computed in tiles EDGE_N wide (narrow_edge_part),
+    EDGE_N: the columns past the last whole BLOCK_SIZE_N tile are computed in tiles EDGE_N wide (edge_part),
     through `b_edge` and `c_edge`, B's and C's descriptors for such tiles (C itself when not C_TMA), their K loop
     pipelined EDGE_STAGES deep, the programs claiming them from the counter `edge_claims`; 0: they are covered by
-    whole tiles, as every other column, and the three are None.
+    whole tiles, as every other column, and the three are None. EDGE_FUSED: each edge tile is computed with the last
+    whole tile of its rows instead, in one K loop (edge_part).
 
     AFTER_COPIES: the launch copied A or B in the kernels just before this one and launched this one as the last
     one's programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they
@@ -129,6 +149,8 @@ def tma_persistent_tile(
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     if EDGE_N:
         num_pid_n = N // BLOCK_SIZE_N
+        if EDGE_FUSED:  # edge_part computes the last whole column with the edge
+            num_pid_n -= 1
     else:
         num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
@@ -155,32 +177,47 @@ def tma_persistent_tile(
                       BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
                       HAS_SCALES)
     if EDGE_N:
-        narrow_edge_part(a_desc, b_edge, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
-                         stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N, num_pid_m, k_tiles, acc_dtype,
-                         BLOCK_SIZE_M, EDGE_N, BLOCK_SIZE_K, EDGE_STAGES, A_COL, B_COL, C_TMA, HAS_BIAS, HAS_SCALES)
+        edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                  stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M,
+                  BLOCK_SIZE_N, EDGE_N, BLOCK_SIZE_K, EDGE_STAGES, EDGE_FUSED, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE,
+                  HAS_BIAS, HAS_SCALES)
 
 
 @triton.jit
-def narrow_edge_part(a_desc, b_edge, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
-                     stride_cn, stride_bias, first_col, num_pid_m, k_tiles, acc_dtype: tl.constexpr,
-                     BLOCK_SIZE_M: tl.constexpr, EDGE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                     EDGE_STAGES: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
-                     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+              stride_cn, stride_bias, first_col, num_pid_m, k_tiles, acc_dtype: tl.constexpr,
+              BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, EDGE_N: tl.constexpr,
+              BLOCK_SIZE_K: tl.constexpr, EDGE_STAGES: tl.constexpr, EDGE_FUSED: tl.constexpr, A_COL: tl.constexpr,
+              B_COL: tl.constexpr, C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+              HAS_SCALES: tl.constexpr):
     """C's columns first_col.. (at most EDGE_N of them) in one tile per BLOCK_SIZE_M rows. A tile as wide as the
     others would spend most of its matrix instructions on columns past N; one EDGE_N wide reads the same rows of A
-    but multiplies a fraction of the zeros.
+    but multiplies a fraction of the zeros. Apart, its K loop pipelined EDGE_STAGES deep, an edge tile's loads of A
+    set its time, a second pass over A's rows.
 
-    An edge tile costs a fraction of a whole one. Dealt out round robin after the whole tiles, the edge tiles would
-    go to programs that had one whole tile more as much as to those that had one fewer. Instead each program claims
-    edge tiles from the counter `edge_claims` (zero at launch) once its whole tiles are done, until none is left:
-    those that finish first take the most. At 4096x4112x4096 (fp16, H100) that took 209-213 us against 220-224 us
-    dealt round robin (BENCHMARKS.md, twelfth run)."""
+    EDGE_FUSED: first_col is the first column of the last whole column of tiles instead, and each edge tile is
+    computed with the whole tile of its rows, in one K loop that loads each tile of A once for both.
+
+    An edge tile (or a fused pair) costs a fraction of a whole tile (or a whole one and a fraction). Dealt out round
+    robin after the whole tiles, they would go to programs that had one whole tile more as much as to those that
+    had one fewer. Instead each program claims them from the counter `edge_claims` (zero at launch) once its whole
+    tiles are done, until none is left: those that finish first take the most. At 4096x4112x4096 (fp16, H100) edge
+    tiles apart took 209-213 us against 220-224 us dealt round robin (BENCHMARKS.md, twelfth run)."""
+    edge_col = first_col + BLOCK_SIZE_N if EDGE_FUSED else first_col
     pid_m = tl.atomic_add(edge_claims, 1)
     while pid_m < num_pid_m:
-        acc = tl.zeros((BLOCK_SIZE_M, EDGE_N), dtype=acc_dtype)
-        acc = k_range_product(a_desc, b_edge, acc, pid_m * BLOCK_SIZE_M, first_col, 0, k_tiles, BLOCK_SIZE_K, A_COL,
-                              B_COL, EDGE_STAGES)
-        epilogue_at(c_edge, acc, pid_m * BLOCK_SIZE_M, first_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+        off_m = pid_m * BLOCK_SIZE_M
+        acc_edge = tl.zeros((BLOCK_SIZE_M, EDGE_N), dtype=acc_dtype)
+        if EDGE_FUSED:
+            acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
+            acc, acc_edge = k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, first_col,
+                                                      k_tiles, BLOCK_SIZE_K, A_COL, B_COL)
+            epilogue_at(c, acc, off_m, first_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn,
+                        stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+        else:
+            acc_edge = k_range_product(a_desc, b_edge, acc_edge, off_m, edge_col, 0, k_tiles, BLOCK_SIZE_K, A_COL,
+                                       B_COL, EDGE_STAGES)
+        epilogue_at(c_edge, acc_edge, off_m, edge_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
                     stride_cn, stride_bias, C_TMA, False, HAS_BIAS, HAS_SCALES)
         pid_m = tl.atomic_add(edge_claims, 1)
 
@@ -394,6 +431,7 @@ class TmaVariant:
     swap_ab: bool = False  # compute C^T = B^T A^T: the launch passes the transposed views of the three matrices
     align_rows: bool = False  # copy an A or B whose rows start off 128-byte lines too (tma_views)
     narrow_edge: bool = False  # compute the columns past the last whole tile in narrower tiles (edge_columns)
+    fused_edge: bool = False  # with narrow_edge: each narrower tile beside the last whole one, in its K loop
 
 
 NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
@@ -479,10 +517,14 @@ def edge_stages(config: TileConfig, edge_n: int) -> int:
     return config.num_stages * (config.BLOCK_SIZE_M + config.BLOCK_SIZE_N) // (config.BLOCK_SIZE_M + edge_n)
 
 
-def edge_options(config: TileConfig, edge_n: int) -> dict:
-    """The kernel's EDGE_N and EDGE_STAGES, passed only when set: kernels specialized before NARROW_EDGE existed stay
-    the same."""
-    return {"EDGE_N": edge_n, "EDGE_STAGES": edge_stages(config, edge_n)} if edge_n else {}
+def edge_options(config: TileConfig, variant: TmaVariant, edge_n: int, n: int) -> dict:
+    """The kernel's EDGE_N and EDGE_STAGES, or EDGE_N and EDGE_FUSED where variant.fused_edge and N has a whole tile
+    to fuse the edge with; passed only when set: kernels specialized before NARROW_EDGE existed stay the same."""
+    if not edge_n:
+        return {}
+    if variant.fused_edge and n >= config.BLOCK_SIZE_N:
+        return {"EDGE_N": edge_n, "EDGE_FUSED": True}
+    return {"EDGE_N": edge_n, "EDGE_STAGES": edge_stages(config, edge_n)}
 
 
 def pdl_options(after_copies: bool) -> dict:
@@ -516,7 +558,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         args.edge_claims, M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **edge_options(config, args.edge_n), **pdl_options(args.after_copies), **dict(config.options),
+        **edge_options(config, variant, args.edge_n, N), **pdl_options(args.after_copies), **dict(config.options),
     )
     return c
 
@@ -578,6 +620,6 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         a_desc, b_desc, c_arg, bias, *scales, *scratch, *edge, M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **edge_options(config, edge_n), **pdl_options(copies),
+        **edge_options(config, variant, edge_n, N), **pdl_options(copies),
         **dict(config.options),
     ))

@@ -11,7 +11,7 @@ from pathlib import Path
 from string import Template
 
 from gen.naming import compiler_name, kernel_name, launcher_name, reduce_kernel_name
-from prune.config import HOPPER_KNOBS, Config
+from prune.config import FUSED_EDGE, HOPPER_KNOBS, Config
 from tuner.problem import GemmProblem
 
 FAMILY_SOURCE = Path(__file__).with_name("matmul_family.py")
@@ -91,13 +91,14 @@ _TMA_KERNEL = Template('''
 def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge,
             edge_claims, M, N, K, stride_cm, stride_cn, stride_bias, A_COL: tl.constexpr, B_COL: tl.constexpr,
             C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False,
-            EDGE_N: tl.constexpr = 0, EDGE_STAGES: tl.constexpr = None):
+            EDGE_N: tl.constexpr = 0, EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False):
     tma_persistent_tile(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge,
                         edge_claims, M, N, K, stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M,
                         BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M,
                         A_COL=A_COL, B_COL=B_COL, C_TMA=C_TMA, WARP_SPECIALIZE=$WARP_SPECIALIZE,
                         EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE, STREAM_K=$STREAM_K, HAS_BIAS=HAS_BIAS,
-                        HAS_SCALES=HAS_SCALES, AFTER_COPIES=AFTER_COPIES, EDGE_N=EDGE_N, EDGE_STAGES=EDGE_STAGES)
+                        HAS_SCALES=HAS_SCALES, AFTER_COPIES=AFTER_COPIES, EDGE_N=EDGE_N, EDGE_STAGES=EDGE_STAGES,
+                        EDGE_FUSED=EDGE_FUSED)
 ''')
 
 _TMA_LAUNCHER = Template('''
@@ -106,7 +107,8 @@ CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK
                                  GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=1, num_warps=$num_warps,
                                  num_stages=$num_stages$options)
 VARIANT_$config_name = TmaVariant(epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K,
-                                   swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS, narrow_edge=$NARROW_EDGE)
+                                   swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS, narrow_edge=$NARROW_EDGE,
+                                   fused_edge=$FUSED_EDGE)
 
 
 def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
@@ -177,6 +179,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.SPLIT_K > 1 else "None",
             **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS}},
+            FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE,
             options=_options(config), shape_parameters=_shape_parameters(config),
         )
         if config.PERSISTENT_TMA:

@@ -46,8 +46,10 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
-# Every knob that is 0 (off) or 1 (on).
+# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE, which is 0, 1 or FUSED_EDGE.
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE")
+# NARROW_EDGE's value for edge tiles computed in the K loop of their row's last whole tile (gen.tma_family.edge_part)
+FUSED_EDGE = 2
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
 CLUSTER_SIZES = (1, 2, 4, 8)
 # The value of each field that names and results entries leave out: unset AMD knobs (None) are left out too.
@@ -73,6 +75,20 @@ def minimum_value(field: str) -> int:
     (Hopper knobs, STATIC_SHAPE) 0 off, and num_stages 0 is AMD's stream pipeliner in ROCm files (see
     NUM_STAGES_FOR_AMD_ZERO)."""
     return 0 if field in ("waves_per_eu", "num_stages") or field in SWITCHES else 1
+
+
+def largest_switch_value(field: str) -> int | float:
+    """Largest legal value of a knob: 1 (on) for switches, FUSED_EDGE for NARROW_EDGE; no bound for other fields."""
+    if field == "NARROW_EDGE":
+        return FUSED_EDGE
+    return 1 if field in SWITCHES else float("inf")
+
+
+def switch_values(field: str) -> str:
+    """The legal values of a switch, for error messages."""
+    if field == "NARROW_EDGE":
+        return f"0 (off), 1 (narrow edge tiles) or {FUSED_EDGE} (fused with the last whole tile)"
+    return "0 (off) or 1 (on)"
 
 
 def _hint_token(hint: str) -> str:
@@ -134,7 +150,8 @@ class Config:
     # (gen.tma_family.tma_views).
     ALIGN_ROWS: int = 0
     # 1: the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as those
-    # columns rounded up to a power of two (gen.tma_family.narrow_edge_part).
+    # columns rounded up to a power of two, after the whole tiles (gen.tma_family.edge_part); FUSED_EDGE (2):
+    # each beside its row's last whole tile, in that tile's K loop (gen.tma_family.edge_part).
     NARROW_EDGE: int = 0
 
     def __post_init__(self) -> None:
@@ -148,8 +165,8 @@ class Config:
             # bool is an int subclass; True is no block size
             if type(value) is not int or value < least:
                 raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
-            if value > 1 and name in SWITCHES:
-                raise ValueError(f"{name} must be 0 (off) or 1 (on), got {value!r}")
+            if value > largest_switch_value(name):
+                raise ValueError(f"{name} must be {switch_values(name)}, got {value!r}")
             if name == "num_ctas" and value not in CLUSTER_SIZES:
                 raise ValueError(f"num_ctas must be one of {CLUSTER_SIZES}, got {value!r}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from prune.config import Config
+from prune.config import FUSED_EDGE, Config
 from prune.device import DeviceProfile
 from tuner.problem import GemmProblem
 
@@ -287,8 +287,22 @@ def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # the edge tiles compiled.
     if not config.NARROW_EDGE:
         return True
-    return (bool(config.PERSISTENT_TMA) and not config.STREAM_K and config.num_ctas == 1
-            and not (config.WARP_SPECIALIZE and config.num_warps == 4) and edge_columns(problem, config) > 0)
+    width = edge_columns(problem, config)
+    kept = (bool(config.PERSISTENT_TMA) and not config.STREAM_K and config.num_ctas == 1
+            and not (config.WARP_SPECIALIZE and config.num_warps == 4) and width > 0)
+    return kept and (config.NARROW_EDGE != FUSED_EDGE or _fused_edge(problem, config, device, width))
+
+
+def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, width: int) -> bool:
+    # A fused edge tile needs a whole tile beside it, and its stages hold that tile's B columns and the edge's. Up to a
+    # quarter of a whole tile wide: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, fourteenth run), a 128x256
+    # tile with 16, 32 and 64 edge columns beside it took 66.6, 67.7 and 68.5 us at 8192x272x4096 (an edge dot costs
+    # its instructions more than its columns); the two accumulators then take at most 5/8 of a thread's registers
+    # where the tile rules let the whole tile's take half.
+    n = problem.M if config.SWAP_AB else problem.N
+    wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + width)
+    return (n >= config.BLOCK_SIZE_N and 4 * width <= config.BLOCK_SIZE_N
+            and shared_memory_bytes(problem, wider) <= device.max_shared_bytes)
 
 
 @dataclass(frozen=True)
@@ -336,7 +350,9 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("align_rows", "ALIGN_ROWS only in the TMA family, where A's or B's rows are 16-byte aligned but not 128",
          _align_rows),
     Rule("narrow_edge", "NARROW_EDGE only in the TMA family, no STREAM_K, num_ctas 1, not WARP_SPECIALIZE with 4 "
-         "warps (fails to compile), where N's last column of tiles would be at least half empty", _narrow_edge),
+         "warps (fails to compile), where N's last column of tiles would be at least half empty; fused with the last "
+         "whole tile (2) where there is one, the edge at most a quarter of its width, and its stages fit in shared "
+         "memory", _narrow_edge),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

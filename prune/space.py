@@ -5,7 +5,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields, replace
 
-from prune.config import CLUSTER_SIZES, HOPPER_KNOBS, SWITCHES, Config, minimum_value
+from prune.config import (
+    CLUSTER_SIZES,
+    FUSED_EDGE,
+    HOPPER_KNOBS,
+    Config,
+    largest_switch_value,
+    minimum_value,
+    switch_values,
+)
 
 
 @dataclass(frozen=True)
@@ -69,9 +77,10 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # STATIC_SHAPE joins it too; the rules keep it only for launch-bound sizes, where it was measured to pay.
 # SWAP_AB joins it; the rules keep it only where C^T takes fewer tiles than C.
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
-# NARROW_EDGE joins it; the rules keep it only where N leaves a last column of tiles mostly empty.
+# NARROW_EDGE joins it, both ways (1 and FUSED_EDGE); the rules keep it only where N leaves a last column of tiles
+# mostly empty.
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1))
+                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as does STATIC_SHAPE
 # until it is measured there (a space file can ask for it).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
@@ -115,8 +124,8 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
         if (not isinstance(choices, list) or not choices
                 or not all(isinstance(c, int) and not isinstance(c, bool) and c >= least for c in choices)):
             raise ValueError(f"{where}: {key} must be an integer >= {least} or a non-empty list of them")
-        if key in SWITCHES and any(c > 1 for c in choices):
-            raise ValueError(f"{where}: {key} values must be 0 (off) or 1 (on)")
+        if any(c > largest_switch_value(key) for c in choices):
+            raise ValueError(f"{where}: {key} values must be {switch_values(key)}")
         if key == "num_ctas" and not set(choices) <= set(CLUSTER_SIZES):
             raise ValueError(f"{where}: num_ctas values must be among {CLUSTER_SIZES} (CTAs per cluster)")
         if key.startswith("BLOCK_SIZE") and any(c & (c - 1) for c in choices):

@@ -12,7 +12,7 @@ from helpers import KernelSpy, problem, spied, spied_check
 
 from gen import render, write_module
 from gen.loader import load_module
-from prune.config import Config
+from prune.config import FUSED_EDGE, Config
 
 TMA_CONFIGS = [
     Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1),
@@ -276,18 +276,23 @@ def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, mon
 
 
 # Narrow edge tiles under the interpreter's 3 persistent programs: sizes whose last column of tiles (of C, or of C^T
-# with SWAP_AB) N fills in part, through descriptors and pointers, row- and column-major.
+# with SWAP_AB) N fills in part, through descriptors and pointers, row- and column-major; after the whole tiles, and
+# fused with the last whole tile of their rows.
 NARROW_CONFIGS = [
     Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1),
     Config(64, 128, 32, 2, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=1),
     Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, NARROW_EDGE=1),
     Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=1),
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=FUSED_EDGE),
+    Config(64, 128, 32, 2, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, WARP_SPECIALIZE=1, NARROW_EDGE=FUSED_EDGE),
+    Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=FUSED_EDGE),
 ]
 
 
 def _edge_claims(spy) -> list:
-    """Per launch: (EDGE_N, the claim counter as the programs left it, programs)."""
-    return [(kwargs.get("EDGE_N", 0), int(args[10].item()) if args[10] is not None else None, grid[0])
+    """Per launch: (EDGE_N, EDGE_FUSED, the claim counter as the programs left it, programs)."""
+    return [(kwargs.get("EDGE_N", 0), kwargs.get("EDGE_FUSED", False),
+             int(args[10].item()) if args[10] is not None else None, grid[0])
             for (args, kwargs), grid in zip(spy.launches, spy.grids)]
 
 
@@ -298,38 +303,43 @@ def _edge_claims(spy) -> list:
     (130, 200, 67, True, True),  # 16 / none, C^T 16
     (70, 81, 33, False, True),  # 32 / none; C's rows of 81 halves: stored through pointers
     (257, 150, 64, True, False),  # 32 / 32, C^T 16
+    (90, 24, 40, False, False),  # 32 / 32, no whole tile beside them (fused configs compute them apart), C^T 32
 ])
 def test_narrow_edge_tiles_match_float64_and_each_is_claimed_once(tmp_path, interpreter_env, monkeypatch, dtype, M, N,
                                                                    K, col_a, col_b):
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS, tmp_path))
-    narrowed = 0
+    narrowed = fused = 0
     for config in NARROW_CONFIGS:
         spy = spied(monkeypatch, module, config)
         error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=11)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         rows, cols = (N, M) if config.SWAP_AB else (M, N)
-        [(edge_n, claims, programs)] = _edge_claims(spy)
+        [(edge_n, edge_fused, claims, programs)] = _edge_claims(spy)
         assert edge_n == module.edge_columns(cols, config.BLOCK_SIZE_N), config
-        if edge_n:  # every edge tile claimed once, then one claim too many per program
+        assert edge_fused is (config.NARROW_EDGE == FUSED_EDGE and edge_n > 0 and cols >= config.BLOCK_SIZE_N)
+        if edge_n:  # every edge tile (or fused pair) claimed once, then one claim too many per program
             narrowed += 1
+            fused += edge_fused
             assert claims == -(-rows // config.BLOCK_SIZE_M) + programs, config
         else:
             assert claims is None
-    assert narrowed >= 2
+    assert narrowed >= 3 and (fused >= 1 or N < 64)
 
 
+@pytest.mark.parametrize("narrow_edge", [1, FUSED_EDGE])
 @pytest.mark.parametrize("dtype, dtype_c, bias", [("fp16", "fp16", True), ("fp8", "fp32", True),
                                                   ("int8", "int32", False)])
-def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias):
+def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias,
+                                                       narrow_edge):
     from dataclasses import replace
 
-    config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1)
+    config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=narrow_edge)
     p = replace(problem(200, 136, 300, dtype, dtype_c=dtype_c), bias=bias)  # 8 columns past two whole tiles
     module = load_module(write_module(p, [config], tmp_path))
     spy = spied(monkeypatch, module, config)
     error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=13)
     assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
-    assert _edge_claims(spy)[0][0] == 16
+    assert _edge_claims(spy)[0][:2] == (16, narrow_edge == FUSED_EDGE)
 
 
 def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
@@ -346,7 +356,12 @@ def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
     tile = module.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
                              num_warps=8, num_stages=3)
     assert module.edge_stages(tile, 16) == 8
-    assert module.edge_options(tile, 0) == {} and module.edge_options(tile, 16) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    narrow, fused = module.TmaVariant(narrow_edge=True), module.TmaVariant(narrow_edge=True, fused_edge=True)
+    assert module.edge_options(tile, narrow, 0, 2048) == module.edge_options(tile, fused, 0, 2048) == {}
+    assert module.edge_options(tile, narrow, 16, 2056) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    assert module.edge_options(tile, fused, 16, 2056) == {"EDGE_N": 16, "EDGE_FUSED": True}
+    # no whole tile to fuse 8 columns with: they are computed apart
+    assert module.edge_options(tile, fused, 16, 8) == {"EDGE_N": 16, "EDGE_STAGES": 8}
 
 
 def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):

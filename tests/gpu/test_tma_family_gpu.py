@@ -13,7 +13,7 @@ from helpers import problem, spied
 from gen import write_module
 from gen.loader import load_module
 from gen.naming import kernel_name
-from prune.config import Config
+from prune.config import FUSED_EDGE, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import RULES_BY_NAME
 
@@ -123,13 +123,18 @@ def test_align_rows_configs_compiled_ahead_and_correct(tmp_path, M, N, K, col_a,
     assert set(ahead.values()) == {"ok"}, ahead
 
 
-# the columns past the last whole tile in narrow edge tiles: plain, warp-specialized, with rows copied, swapped
+# the columns past the last whole tile in narrow edge tiles: plain, warp-specialized, with rows copied, swapped; after
+# the whole tiles and fused with the last whole tile of their rows
 NARROW_CONFIGS = [
     Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=1),
     Config(256, 128, 64, 1, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=1),
     Config(128, 256, 64, 8, 1, 8, 4, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, ALIGN_ROWS=1,
            NARROW_EDGE=1),
     Config(128, 128, 64, 8, 1, 4, 5, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=1),
+    Config(128, 256, 64, 8, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=FUSED_EDGE),
+    Config(128, 256, 64, 16, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, ALIGN_ROWS=1,
+           NARROW_EDGE=FUSED_EDGE),
+    Config(128, 128, 64, 8, 1, 4, 4, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=FUSED_EDGE),
 ]
 
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import problem
 
 from prune import FULL_SPACE, PruneResult, RangeSpace, prune
-from prune.config import Config
+from prune.config import FUSED_EDGE, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
     FAMILY_RULES,
@@ -321,12 +321,39 @@ def test_narrow_edge_only_where_an_edge_tile_would_be_narrower_than_a_whole_one(
         assert edge_columns(p, config) == width
 
 
+@pytest.mark.parametrize("size, tile, knobs, kept", [
+    ((8192, 2056, 4096), (128, 256, 3), {}, True),  # 16 edge columns beside a tile of 256
+    ((8192, 2104, 4096), (128, 256, 3), {}, True),  # 56 columns past: an edge of 64, a quarter of 256
+    ((8192, 2120, 4096), (128, 256, 3), {}, False),  # 72 columns past: an edge of 128, half of 256
+    ((8192, 2200, 4096), (128, 128, 4), {}, True),  # 24 columns past: an edge of 32, a quarter of 128
+    ((8192, 2056, 4096), (128, 64, 4), {}, True),  # an edge of 16 beside a tile of 64
+    ((8192, 2072, 4096), (128, 64, 4), {}, False),  # 24 columns past: an edge of 32, half of 64
+    ((8192, 136, 4096), (128, 128, 4), {}, True),  # one whole tile, and 8 columns past it
+    ((8192, 40, 4096), (128, 128, 4), {}, False),  # no whole tile to fuse the edge with (the narrow edge is kept)
+    ((2056, 8192, 4096), (128, 256, 3), {"SWAP_AB": 1}, True),  # C^T's N is 2056
+    ((8192, 2056, 4096), (128, 256, 4), {}, True),  # 4 x (128 + 256 + 16) x 64 x 2 bytes = 200 KiB of stages
+    ((8192, 2104, 4096), (64, 256, 5), {}, False),  # 5 x (64 + 256 + 64) x 64 x 2 bytes = 240 KiB: past 227 KiB
+    ((8192, 2056, 4096), (128, 256, 3), {"STREAM_K": 1}, False),  # the narrow edge's own rules hold
+])
+def test_fused_edge_only_beside_a_whole_tile_at_most_four_times_its_width(size, tile, knobs, kept):
+    block_m, block_n, stages = tile
+    config = replace(Config(block_m, block_n, 64, num_warps=8, num_stages=stages, PERSISTENT_TMA=1,
+                            NARROW_EDGE=FUSED_EDGE), **knobs)
+    p = problem(*size)
+    assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is kept
+    if size == (8192, 40, 4096):
+        assert RULES_BY_NAME["narrow_edge"].keep(p, replace(config, NARROW_EDGE=1), IP)
+
+
 def test_narrow_edge_only_in_the_tma_family_and_kept_by_pruning_beside_its_twin():
     p = problem(8192, 2056, 4096)
     assert not RULES_BY_NAME["narrow_edge"].keep(p, Config(128, 256, 64, num_warps=8, NARROW_EDGE=1), IP)
-    narrow = [c for c in prune(p, IP).configs if c.NARROW_EDGE]
+    kept = set(prune(p, IP).configs)
+    narrow = [c for c in kept if c.NARROW_EDGE]
     assert narrow and all(c.PERSISTENT_TMA and edge_columns(p, c) for c in narrow)
-    assert {replace(c, NARROW_EDGE=0) for c in narrow} <= set(prune(p, IP).configs)
+    assert {replace(c, NARROW_EDGE=0) for c in narrow} <= kept
+    fused = [c for c in narrow if c.NARROW_EDGE == FUSED_EDGE]
+    assert fused and {replace(c, NARROW_EDGE=1) for c in fused} <= kept  # each beside its narrow twin
 
 
 def test_align_rows_only_in_the_tma_family_and_kept_by_pruning_where_it_copies():
@@ -493,9 +520,9 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 33 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB, ALIGN_ROWS and
-    # NARROW_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 33
+    # 49 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each
+    # with NARROW_EDGE 0, 1 and FUSED_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 49
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -534,9 +561,9 @@ def test_prune_known_counts_on_interpreter(full_results):
     skinny = full_results[(SKINNY, IP.name)].configs
     assert len(skinny) == 3642  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
     assert len([c for c in skinny if c.STATIC_SHAPE]) == 214
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 33 family variants, with and
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 49 family variants, with and
     # without STATIC_SHAPE
-    assert big.removed_by_rule["split_k"] == 33 * 2 * 48_000
+    assert big.removed_by_rule["split_k"] == 49 * 2 * 48_000
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096

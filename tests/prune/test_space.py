@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from helpers import SMALL_SPACE_YAML
-from prune.config import Config
+from prune.config import FUSED_EDGE, Config
 from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, space_from_mapping
 
 
@@ -21,7 +21,8 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
-                                    static_shape=(0, 1), swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1))
+                                    static_shape=(0, 1), swap_ab=(0, 1), align_rows=(0, 1),
+                                    narrow_edge=(0, 1, FUSED_EDGE))
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
     assert AMD_SPACE.static_shape == (0,)  # not measured on AMD yet
     assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
@@ -45,13 +46,13 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 125_000  # 62,500 tile shapes, each with and without STATIC_SHAPE
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1)
-    # plain, and TMA with each subset of WS, ES, SWAP_AB, ALIGN_ROWS and NARROW_EDGE: the other knobs exist only with
-    # TMA
+    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1 and FUSED_EDGE:
+    # the other knobs exist only with TMA
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
-    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 33
+    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 49
     assert sorted(families[1:]) == [(1, ws, es, 0, swap, align, edge) for ws in (0, 1) for es in (0, 1)
-                                    for swap in (0, 1) for align in (0, 1) for edge in (0, 1)]
-    assert len(FULL_SPACE) == 33 * 125_000
+                                    for swap in (0, 1) for align in (0, 1) for edge in (0, 1, FUSED_EDGE)]
+    assert len(FULL_SPACE) == 49 * 125_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
@@ -106,7 +107,7 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 33 * 2  # x 33 kernel-family variants x STATIC_SHAPE 0|1
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 49 * 2  # x 49 kernel-family variants x STATIC_SHAPE 0|1
 
 
 def test_space_from_small_space_yaml(small_space):
@@ -128,6 +129,9 @@ def test_mapping_without_tma_drops_its_knobs():
     assert space_from_mapping({"STREAM_K": [0, 1]}, "x").stream_k == (0, 1)  # stream-K is asked for in a space file
     with pytest.raises(ValueError, match="EPILOGUE_SUBTILE values must be 0"):
         space_from_mapping({"EPILOGUE_SUBTILE": [2]}, "x")
+    assert space_from_mapping({"NARROW_EDGE": [FUSED_EDGE]}, "x").narrow_edge == (FUSED_EDGE,)
+    with pytest.raises(ValueError, match="NARROW_EDGE values must be 0 .*, 1 .* or 2 "):
+        space_from_mapping({"NARROW_EDGE": [3]}, "x")
 
 
 def test_a_space_file_asks_for_clusters():

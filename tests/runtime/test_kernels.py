@@ -11,7 +11,7 @@ import torch
 from helpers import KernelSpy
 
 from gen import matmul_family, tma_family
-from prune.config import Config
+from prune.config import FUSED_EDGE, Config
 from runtime import kernels
 from tuner.dtypes import DTYPES
 
@@ -114,3 +114,17 @@ def test_a_narrow_edge_config_sizes_its_edge_tiles_to_each_n_it_meets(spy_on):
     assert [kwargs.get("EDGE_N", 0) for _, kwargs in spy.launches] == [16, 0, 0]
     assert [args[8] is not None for args, _ in spy.launches] == [True, False, False]  # B's edge descriptor
     assert "NARROW_EDGE" not in spy.launches[0][1]  # a host-side knob: the kernel binds its width, not the knob
+
+
+def test_a_fused_edge_config_fuses_where_n_has_a_whole_tile_and_computes_the_edge_apart_where_not(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=FUSED_EDGE)
+    generator = torch.Generator().manual_seed(6)
+    a = torch.randn(70, 40, generator=generator).half()
+    for n in (72, 24):  # 8 columns past one whole tile of 64; 24 columns and no whole tile
+        b = torch.randn(40, n, generator=generator).half()
+        c = torch.full((70, n), float("nan"), dtype=torch.float16)
+        kernels.launcher_for(config)(a, b, c)
+        assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance, n
+    assert [(kwargs["EDGE_N"], kwargs.get("EDGE_FUSED", False)) for _, kwargs in spy.launches] == [(16, True),
+                                                                                                  (32, False)]
