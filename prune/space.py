@@ -9,6 +9,7 @@ from prune.config import (
     CLUSTER_SIZES,
     FUSED_EDGE,
     HOPPER_KNOBS,
+    SWITCHES,
     Config,
     largest_switch_value,
     minimum_value,
@@ -124,7 +125,7 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
         if (not isinstance(choices, list) or not choices
                 or not all(isinstance(c, int) and not isinstance(c, bool) and c >= least for c in choices)):
             raise ValueError(f"{where}: {key} must be an integer >= {least} or a non-empty list of them")
-        if any(c > largest_switch_value(key) for c in choices):
+        if key in SWITCHES and any(c > largest_switch_value(key) for c in choices):
             raise ValueError(f"{where}: {key} values must be {switch_values(key)}")
         if key == "num_ctas" and not set(choices) <= set(CLUSTER_SIZES):
             raise ValueError(f"{where}: num_ctas values must be among {CLUSTER_SIZES} (CTAs per cluster)")
