@@ -294,15 +294,17 @@ def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) ->
 
 
 def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, width: int) -> bool:
-    # A fused edge tile needs a whole tile beside it, and its stages hold that tile's B columns and the edge's. Up to a
-    # quarter of a whole tile wide: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, fourteenth run), a 128x256
-    # tile with 16, 32 and 64 edge columns beside it took 66.6, 67.7 and 68.5 us at 8192x272x4096 (an edge dot costs
-    # its instructions more than its columns); the two accumulators then take at most 5/8 of a thread's registers
-    # where the tile rules let the whole tile's take half.
+    # A fused edge tile needs a whole tile beside it; its stages hold that tile's B columns and the edge's, and its
+    # two accumulators live in registers together. Up to 3/4 of a thread's registers for them: measured on the H100
+    # (Triton 3.6, fp16, BENCHMARKS.md, fourteenth run), a 128x256 tile with 128 edge columns beside it (8 warps,
+    # 192 accumulator registers a thread) compiled to 218 registers without spills and was the fastest of its twins at
+    # 8192x2144x4096 (223.3 us; edge tiles apart 231.0). Width costs little: 16, 32 and 64 edge columns beside a
+    # 128x256 tile took 66.6, 67.7 and 68.5 us at 8192x272x4096.
     n = problem.M if config.SWAP_AB else problem.N
     wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + width)
-    return (n >= config.BLOCK_SIZE_N and 4 * width <= config.BLOCK_SIZE_N
-            and shared_memory_bytes(problem, wider) <= device.max_shared_bytes)
+    threads = config.num_warps * device.warp_size
+    return (n >= config.BLOCK_SIZE_N and shared_memory_bytes(problem, wider) <= device.max_shared_bytes
+            and wider.BLOCK_SIZE_M * wider.BLOCK_SIZE_N / threads <= 3 * (device.max_registers_per_thread + 1) // 4)
 
 
 @dataclass(frozen=True)
@@ -351,8 +353,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
          _align_rows),
     Rule("narrow_edge", "NARROW_EDGE only in the TMA family, no STREAM_K, num_ctas 1, not WARP_SPECIALIZE with 4 "
          "warps (fails to compile), where N's last column of tiles would be at least half empty; fused with the last "
-         "whole tile (2) where there is one, the edge at most a quarter of its width, and its stages fit in shared "
-         "memory", _narrow_edge),
+         "whole tile (2) where there is one, the stages fit in shared memory and the two accumulators in 3/4 of a "
+         "thread's registers", _narrow_edge),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

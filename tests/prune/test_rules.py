@@ -323,11 +323,12 @@ def test_narrow_edge_only_where_an_edge_tile_would_be_narrower_than_a_whole_one(
 
 @pytest.mark.parametrize("size, tile, knobs, kept", [
     ((8192, 2056, 4096), (128, 256, 3), {}, True),  # 16 edge columns beside a tile of 256
-    ((8192, 2104, 4096), (128, 256, 3), {}, True),  # 56 columns past: an edge of 64, a quarter of 256
-    ((8192, 2120, 4096), (128, 256, 3), {}, False),  # 72 columns past: an edge of 128, half of 256
-    ((8192, 2200, 4096), (128, 128, 4), {}, True),  # 24 columns past: an edge of 32, a quarter of 128
+    ((8192, 2104, 4096), (128, 256, 3), {}, True),  # 56 columns past: an edge of 64
+    ((8192, 2144, 4096), (128, 256, 3), {}, True),  # 96 columns past: an edge of 128, 192 accumulators a thread
+    ((8192, 2200, 4096), (128, 128, 4), {}, True),  # 24 columns past: an edge of 32
     ((8192, 2056, 4096), (128, 64, 4), {}, True),  # an edge of 16 beside a tile of 64
-    ((8192, 2072, 4096), (128, 64, 4), {}, False),  # 24 columns past: an edge of 32, half of 64
+    ((8192, 2056, 4096), (256, 256, 3), {}, False),  # 256 x 272 accumulators over 256 threads: past 3/4 of 255
+    ((8192, 2144, 4096), (128, 256, 3), {"num_warps": 4}, False),  # 128 x 384 over 128 threads
     ((8192, 136, 4096), (128, 128, 4), {}, True),  # one whole tile, and 8 columns past it
     ((8192, 40, 4096), (128, 128, 4), {}, False),  # no whole tile to fuse the edge with (the narrow edge is kept)
     ((2056, 8192, 4096), (128, 256, 3), {"SWAP_AB": 1}, True),  # C^T's N is 2056
@@ -335,7 +336,7 @@ def test_narrow_edge_only_where_an_edge_tile_would_be_narrower_than_a_whole_one(
     ((8192, 2104, 4096), (64, 256, 5), {}, False),  # 5 x (64 + 256 + 64) x 64 x 2 bytes = 240 KiB: past 227 KiB
     ((8192, 2056, 4096), (128, 256, 3), {"STREAM_K": 1}, False),  # the narrow edge's own rules hold
 ])
-def test_fused_edge_only_beside_a_whole_tile_at_most_four_times_its_width(size, tile, knobs, kept):
+def test_fused_edge_only_beside_a_whole_tile_with_its_stages_and_accumulators_in_bounds(size, tile, knobs, kept):
     block_m, block_n, stages = tile
     config = replace(Config(block_m, block_n, 64, num_warps=8, num_stages=stages, PERSISTENT_TMA=1,
                             NARROW_EDGE=FUSED_EDGE), **knobs)
