@@ -98,11 +98,15 @@ def _shared_memory(problem: GemmProblem, config: Config, device: DeviceProfile) 
     return shared_memory_bytes(problem, config) <= device.max_shared_bytes
 
 
+def accumulator_registers(config: Config, device: DeviceProfile) -> float:
+    """Registers a thread holds of the BLOCK_M x BLOCK_N fp32 (or int32) accumulator."""
+    return config.BLOCK_SIZE_M * config.BLOCK_SIZE_N / (config.num_warps * device.warp_size)
+
+
 def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The fp32 accumulator lives in registers; past half the per-thread budget the rest of the
     # kernel (addresses, operands) spills to local memory.
-    threads = config.num_warps * device.warp_size
-    return config.BLOCK_SIZE_M * config.BLOCK_SIZE_N / threads <= (device.max_registers_per_thread + 1) // 2
+    return accumulator_registers(config, device) <= (device.max_registers_per_thread + 1) // 2
 
 
 def _block_not_oversized(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -301,10 +305,9 @@ def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, wid
     # 8192x2144x4096 (223.3 us; edge tiles apart 231.0). Width costs little: 16, 32 and 64 edge columns beside a
     # 128x256 tile took 66.6, 67.7 and 68.5 us at 8192x272x4096.
     n = problem.M if config.SWAP_AB else problem.N
-    wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + width)
-    threads = config.num_warps * device.warp_size
+    wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + width)  # the whole tile and its edge, side by side
     return (n >= config.BLOCK_SIZE_N and shared_memory_bytes(problem, wider) <= device.max_shared_bytes
-            and wider.BLOCK_SIZE_M * wider.BLOCK_SIZE_N / threads <= 3 * (device.max_registers_per_thread + 1) // 4)
+            and accumulator_registers(wider, device) <= 3 * (device.max_registers_per_thread + 1) // 4)
 
 
 @dataclass(frozen=True)
