@@ -93,17 +93,17 @@ def load_operand(desc, row, col, COL: tl.constexpr):
 
 
 @triton.jit
-def k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, off_n, k_tiles,
+def k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, off_n, edge_col, k_tiles,
                               BLOCK_SIZE_K: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr):
     """(acc + the product of A's rows off_m.. and B's columns off_n.., acc_edge + the product of the same rows and
-    B's columns just past them, through b_edge) over every K tile: each tile of A is loaded once for both.
+    B's columns edge_col.., through b_edge) over every K tile: each tile of A is loaded once for both.
 
     The narrow product is issued first: at 8192x272x4096 (fp16, H100, 128x256 tiles) a fused tile took 62.2 us so,
     69.7 us with the wide one first (BENCHMARKS.md, fourteenth run)."""
     for k_tile in tl.range(0, k_tiles):
         off_k = k_tile * BLOCK_SIZE_K
         a = load_operand(a_desc, off_m, off_k, A_COL)
-        acc_edge = dot_accumulate(a, load_operand(b_edge, off_k, off_n + acc.shape[1], B_COL), acc_edge)
+        acc_edge = dot_accumulate(a, load_operand(b_edge, off_k, edge_col, B_COL), acc_edge)
         acc = dot_accumulate(a, load_operand(b_desc, off_k, off_n, B_COL), acc)
     return acc, acc_edge
 
@@ -118,12 +118,13 @@ def stream_k_tiles_of(tiles, programs):
 
 @triton.jit
 def tma_persistent_tile(
-    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge, edge_claims, M, N, K,
-    stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+    a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge, b_edge2, c_edge2,
+    edge_claims, M, N, K, stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
     BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
     C_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
-    EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False,
+    EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
+    EDGE_STAGES2: tl.constexpr = None,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -140,7 +141,10 @@ def tma_persistent_tile(
     through `b_edge` and `c_edge`, B's and C's descriptors for such tiles (C itself when not C_TMA), their K loop
     pipelined EDGE_STAGES deep, the programs claiming them from the counter `edge_claims`; 0: they are covered by
     whole tiles, as every other column, and the three are None. EDGE_FUSED: each edge tile is computed with the last
-    whole tile of its rows instead, in one K loop (edge_part).
+    whole tile of its rows instead, in one K loop (edge_part). EDGE_N2: the edge is cut in two widths, EDGE_N then
+    EDGE_N2 columns (edge_columns), the second's tiles through `b_edge2` and `c_edge2`, pipelined EDGE_STAGES2
+    deep, or fused with the last whole tile of their rows and the first's with the one before it; else 0 and the
+    two are None.
 
     AFTER_COPIES: the launch copied A or B in the kernels just before this one and launched this one as the last
     one's programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they
@@ -152,8 +156,8 @@ def tma_persistent_tile(
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     if EDGE_N:
         num_pid_n = N // BLOCK_SIZE_N
-        if EDGE_FUSED:  # edge_part computes the last whole column with the edge
-            num_pid_n -= 1
+        if EDGE_FUSED:  # edge_part computes the last whole column (two of them with EDGE_N2) with the edge
+            num_pid_n -= 2 if EDGE_N2 else 1
     else:
         num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
@@ -180,49 +184,59 @@ def tma_persistent_tile(
                       BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
                       HAS_SCALES)
     if EDGE_N:
-        edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
-                  stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M,
-                  BLOCK_SIZE_N, EDGE_N, BLOCK_SIZE_K, EDGE_STAGES, EDGE_FUSED, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE,
-                  HAS_BIAS, HAS_SCALES)
+        # claims 0..num_pid_m-1 are the first edge's row tiles, the next num_pid_m the second's
+        edge_col = N // BLOCK_SIZE_N * BLOCK_SIZE_N
+        claim = tl.atomic_add(edge_claims, 1)
+        claim = edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, 0, bias_ptr, scale_a_ptr, scale_b_ptr,
+                          M, N, stride_cm, stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N, edge_col, num_pid_m,
+                          k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N, EDGE_N, BLOCK_SIZE_K, EDGE_STAGES,
+                          EDGE_FUSED, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+        if EDGE_N2:
+            edge_part(a_desc, b_desc, b_edge2, c, c_edge2, edge_claims, claim, num_pid_m, bias_ptr, scale_a_ptr,
+                      scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias, (num_pid_n + 1) * BLOCK_SIZE_N,
+                      edge_col + EDGE_N, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N, EDGE_N2,
+                      BLOCK_SIZE_K, EDGE_STAGES2, EDGE_FUSED, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
+                      HAS_SCALES)
 
 
 @triton.jit
-def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
-              stride_cn, stride_bias, first_col, num_pid_m, k_tiles, acc_dtype: tl.constexpr,
+def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, first_claim, bias_ptr, scale_a_ptr, scale_b_ptr,
+              M, N, stride_cm, stride_cn, stride_bias, whole_col, edge_col, num_pid_m, k_tiles, acc_dtype: tl.constexpr,
               BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, EDGE_N: tl.constexpr,
               BLOCK_SIZE_K: tl.constexpr, EDGE_STAGES: tl.constexpr, EDGE_FUSED: tl.constexpr, A_COL: tl.constexpr,
               B_COL: tl.constexpr, C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
               HAS_SCALES: tl.constexpr):
-    """C's columns first_col.. (at most EDGE_N of them) in one tile per BLOCK_SIZE_M rows. A tile as wide as the
+    """C's columns edge_col.. (at most EDGE_N of them) in one tile per BLOCK_SIZE_M rows. A tile as wide as the
     others would spend most of its matrix instructions on columns past N; one EDGE_N wide reads the same rows of A
     but multiplies a fraction of the zeros. Apart, its K loop pipelined EDGE_STAGES deep, an edge tile's loads of A
     set its time, a second pass over A's rows.
 
-    EDGE_FUSED: first_col is the first column of the last whole column of tiles instead, and each edge tile is
-    computed with the whole tile of its rows, in one K loop that loads each tile of A once for both.
+    EDGE_FUSED: each edge tile is computed with the whole tile of its rows at column whole_col, in one K loop that
+    loads each tile of A once for both.
 
     An edge tile (or a fused pair) costs a fraction of a whole tile (or a whole one and a fraction). Dealt out round
     robin after the whole tiles, they would go to programs that had one whole tile more as much as to those that
     had one fewer. Instead each program claims them from the counter `edge_claims` (zero at launch) once its whole
     tiles are done, until none is left: those that finish first take the most. At 4096x4112x4096 (fp16, H100) edge
-    tiles apart took 209-213 us against 220-224 us dealt round robin (BENCHMARKS.md, twelfth run)."""
-    edge_col = first_col + BLOCK_SIZE_N if EDGE_FUSED else first_col
-    pid_m = tl.atomic_add(edge_claims, 1)
-    while pid_m < num_pid_m:
-        off_m = pid_m * BLOCK_SIZE_M
+    tiles apart took 209-213 us against 220-224 us dealt round robin (BENCHMARKS.md, twelfth run). Claims
+    first_claim.. are this edge's, one per row of tiles; `claim` is the program's current one, and the first it
+    holds past this edge's is returned (the next edge's, if any)."""
+    while claim < first_claim + num_pid_m:
+        off_m = (claim - first_claim) * BLOCK_SIZE_M
         acc_edge = tl.zeros((BLOCK_SIZE_M, EDGE_N), dtype=acc_dtype)
         if EDGE_FUSED:
             acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
-            acc, acc_edge = k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, first_col,
-                                                      k_tiles, BLOCK_SIZE_K, A_COL, B_COL)
-            epilogue_at(c, acc, off_m, first_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn,
+            acc, acc_edge = k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, whole_col,
+                                                      edge_col, k_tiles, BLOCK_SIZE_K, A_COL, B_COL)
+            epilogue_at(c, acc, off_m, whole_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn,
                         stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
         else:
             acc_edge = k_range_product(a_desc, b_edge, acc_edge, off_m, edge_col, 0, k_tiles, BLOCK_SIZE_K, A_COL,
                                        B_COL, EDGE_STAGES)
         epilogue_at(c_edge, acc_edge, off_m, edge_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
                     stride_cn, stride_bias, C_TMA, False, HAS_BIAS, HAS_SCALES)
-        pid_m = tl.atomic_add(edge_claims, 1)
+        claim = tl.atomic_add(edge_claims, 1)
+    return claim
 
 
 @triton.jit
@@ -434,19 +448,31 @@ class TmaVariant:
     swap_ab: bool = False  # compute C^T = B^T A^T: the launch passes the transposed views of the three matrices
     align_rows: bool = False  # copy an A or B whose rows start off 128-byte lines too (tma_views)
     narrow_edge: bool = False  # compute the columns past the last whole tile in narrower tiles (edge_columns)
-    fused_edge: bool = False  # with narrow_edge: each narrower tile beside the last whole one, in its K loop
+    fused_edge: bool = False  # with narrow_edge: each narrower tile beside a whole one of its rows, in its K loop
 
 
 NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
 
 
-def edge_columns(n: int, block_n: int) -> int:
-    """Width of the narrow edge tiles (tma_persistent_tile's EDGE_N) of a NARROW_EDGE launch on N columns: the
-    columns past the last whole BLOCK_N tile rounded up to a power of two, at least NARROWEST_EDGE; 0 where whole
-    tiles cover N, or where the edge tile would be as wide as a whole one."""
+def edge_columns(n: int, block_n: int) -> tuple[int, ...]:
+    """Widths of the edge tiles (tma_persistent_tile's EDGE_N, and EDGE_N2 for a second) of a NARROW_EDGE launch on N
+    columns: the columns past the last whole BLOCK_N tile rounded up to a power of two, at least NARROWEST_EDGE.
+    Where that is a whole tile, two: half a tile, then the rest so rounded, if narrower than the half; a 152-column
+    edge beside 256-column tiles is 128 + 32. () where whole tiles cover N, or where the edge tiles would be as wide as
+    a whole one."""
     rest = n % block_n
-    width = max(NARROWEST_EDGE, triton.next_power_of_2(rest))
-    return width if rest and width < block_n else 0
+    if not rest:
+        return ()
+    width = _edge_width(rest)
+    if width < block_n:
+        return (width,)
+    half = block_n // 2
+    second = _edge_width(rest - half)
+    return (half, second) if second < half else ()
+
+
+def _edge_width(columns: int) -> int:
+    return max(NARROWEST_EDGE, triton.next_power_of_2(columns))
 
 
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
@@ -469,6 +495,21 @@ def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
 
 
 @dataclass(frozen=True)
+class EdgeOperands:
+    """What a NARROW_EDGE launch passes for its edge tiles, one entry per edge width (edge_columns)."""
+
+    widths: tuple[int, ...] = ()  # the kernel's EDGE_N (and EDGE_N2)
+    b_descs: tuple = ()  # B's descriptor for the tiles of each width
+    c_args: tuple = ()  # C's descriptor for them, or C itself where C is stored through pointers
+    claims: object = None  # the counter the programs claim edge tiles from, zero at launch
+
+    def kernel_arguments(self) -> tuple:
+        """The kernel's b_edge, c_edge, b_edge2, c_edge2 and edge_claims: None where there is no such edge."""
+        pairs = list(zip(self.b_descs, self.c_args)) + [(None, None)] * (2 - len(self.widths))
+        return (*(operand for pair in pairs for operand in pair), self.claims)
+
+
+@dataclass(frozen=True)
 class TmaArguments:
     """What a launch passes for A, B and C: built on the host at every call."""
 
@@ -481,10 +522,7 @@ class TmaArguments:
     b_col: bool
     c_tma: bool
     after_copies: bool  # a copy (K-major or padding) runs just before the GEMM (see pdl_options)
-    edge_n: int = 0  # the kernel's EDGE_N: with it, b_edge and c_edge are B's and C's for the narrow edge tiles
-    b_edge: TensorDescriptor | None = None
-    c_edge: object = None
-    edge_claims: object = None
+    edges: EdgeOperands
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
@@ -493,24 +531,24 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
     b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
     a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
-    edge_n = edge_columns(b.shape[1], bn) if variant.narrow_edge else 0
+    widths = edge_columns(b.shape[1], bn) if variant.narrow_edge else ()
     c_tma = _tma_readable(c)
     if c_tma:
         c_arg, stride_cm, stride_cn = (TensorDescriptor.from_tensor(c, output_block(config, variant.epilogue_subtile)),
                                        None, None)
-        c_edge = TensorDescriptor.from_tensor(c, [bm, edge_n]) if edge_n else None
+        c_edges = tuple(TensorDescriptor.from_tensor(c, [bm, width]) for width in widths)
     else:
         c_arg, (stride_cm, stride_cn) = c, c.stride()
-        c_edge = c if edge_n else None
+        c_edges = (c,) * len(widths)
     operands = [operand_matrix(a, a_col), operand_matrix(b_copy, b_col)]
     a_view, b_view = views = tma_views(operands, variant.align_rows)
     copies = b_copy is not b or any(view is not operand for view, operand in zip(views, operands))
-    b_edge = TensorDescriptor.from_tensor(b_view, [edge_n, bk] if b_col else [bk, edge_n]) if edge_n else None
-    claims = torch.zeros(1, dtype=torch.int32, device=c.device) if edge_n else None
+    edges = EdgeOperands(widths, tuple(TensorDescriptor.from_tensor(b_view, [width, bk] if b_col else [bk, width])
+                                       for width in widths),
+                         c_edges, torch.zeros(1, dtype=torch.int32, device=c.device) if widths else None)
     return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
                         TensorDescriptor.from_tensor(b_view, [bn, bk] if b_col else [bk, bn]),
-                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edge_n, b_edge,
-                        c_edge, claims)
+                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edges)
 
 
 def edge_stages(config: TileConfig, edge_n: int) -> int:
@@ -520,14 +558,17 @@ def edge_stages(config: TileConfig, edge_n: int) -> int:
     return config.num_stages * (config.BLOCK_SIZE_M + config.BLOCK_SIZE_N) // (config.BLOCK_SIZE_M + edge_n)
 
 
-def edge_options(config: TileConfig, variant: TmaVariant, edge_n: int, n: int) -> dict:
-    """The kernel's EDGE_N and EDGE_STAGES, or EDGE_N and EDGE_FUSED where variant.fused_edge and N has a whole tile
-    to fuse the edge with; passed only when set: kernels specialized before NARROW_EDGE existed stay the same."""
-    if not edge_n:
-        return {}
-    if variant.fused_edge and n >= config.BLOCK_SIZE_N:
-        return {"EDGE_N": edge_n, "EDGE_FUSED": True}
-    return {"EDGE_N": edge_n, "EDGE_STAGES": edge_stages(config, edge_n)}
+def edge_options(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...], n: int) -> dict:
+    """The kernel's EDGE_N and EDGE_STAGES (and EDGE_N2 and EDGE_STAGES2 for a second edge width), or the widths and
+    EDGE_FUSED where variant.fused_edge and N has a whole tile to fuse each edge with; passed only when set: kernels
+    specialized before NARROW_EDGE existed, or before it had two widths, stay the same."""
+    fused = variant.fused_edge and n >= len(widths) * config.BLOCK_SIZE_N
+    options = {"EDGE_FUSED": True} if fused and widths else {}
+    for suffix, width in zip(("", "2"), widths):
+        options[f"EDGE_N{suffix}"] = width
+        if not fused:
+            options[f"EDGE_STAGES{suffix}"] = edge_stages(config, width)
+    return options
 
 
 def pdl_options(after_copies: bool) -> dict:
@@ -557,11 +598,11 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     grid = _programs(config, M, N, c.device)
     workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
-        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, args.b_edge, args.c_edge,
-        args.edge_claims, M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
+        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, *args.edges.kernel_arguments(),
+        M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **edge_options(config, variant, args.edge_n, N), **pdl_options(args.after_copies), **dict(config.options),
+        **edge_options(config, variant, args.edges.widths, N), **pdl_options(args.after_copies), **dict(config.options),
     )
     return c
 
@@ -612,17 +653,17 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     scaled, scales = mock_scales(problem)
     scratch = (mock(torch.int32 if problem.dtype_a == torch.int8 else torch.float32), mock(torch.int32)) if (
         variant.stream_k) else (None, None)
-    edge_n = edge_columns(N, bn) if variant.narrow_edge else 0
-    edge = (None, None, None)
-    if edge_n:
-        b_edge = _mock_descriptor(problem.dtype_b, N, K, [edge_n, bk]) if problem.col_b else _mock_descriptor(
-            problem.dtype_b, K, N, [bk, edge_n])
-        edge = (b_edge, _mock_descriptor(problem.dtype_c, M, N, [bm, edge_n]) if c_tma else c_arg,
-                mock(torch.int32))
+    widths = edge_columns(N, bn) if variant.narrow_edge else ()
+    edges = EdgeOperands(widths, tuple(_mock_descriptor(problem.dtype_b, N, K, [width, bk]) if problem.col_b else
+                                       _mock_descriptor(problem.dtype_b, K, N, [bk, width]) for width in widths),
+                         tuple(_mock_descriptor(problem.dtype_c, M, N, [bm, width]) if c_tma else c_arg
+                               for width in widths),
+                         mock(torch.int32) if widths else None)
     return loaded_resources(kernel.warmup(
-        a_desc, b_desc, c_arg, bias, *scales, *scratch, *edge, M, N, K, *c_strides, 1 if problem.bias else 0,
+        a_desc, b_desc, c_arg, bias, *scales, *scratch, *edges.kernel_arguments(), M, N, K, *c_strides,
+        1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **edge_options(config, variant, edge_n, N), **pdl_options(copies),
+        **edge_options(config, variant, widths, N), **pdl_options(copies),
         **dict(config.options),
     ))

@@ -148,8 +148,9 @@ class Config:
     # (gen.tma_family.tma_views).
     ALIGN_ROWS: int = 0
     # 1: the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as those
-    # columns rounded up to a power of two, after the whole tiles (gen.tma_family.edge_part); FUSED_EDGE (2):
-    # each beside its row's last whole tile, in that tile's K loop (gen.tma_family.edge_part).
+    # columns rounded up to a power of two (or, where that is a whole tile, half a tile and tiles as wide as the
+    # rest), after the whole tiles (gen.tma_family.edge_columns, edge_part); FUSED_EDGE (2): each beside a whole tile
+    # of its rows, in that tile's K loop (gen.tma_family.edge_part).
     NARROW_EDGE: int = 0
 
     def __post_init__(self) -> None:

@@ -272,14 +272,23 @@ def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
 NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
 
 
-def edge_columns(problem: GemmProblem, config: Config) -> int:
-    """Width of a NARROW_EDGE config's edge tiles on the problem its kernel computes (C^T with SWAP_AB), as the launch
-    sets it (gen.tma_family.edge_columns): the columns past the last whole tile rounded up to a power of two, at least
-    NARROWEST_EDGE; 0 where whole tiles cover N or the edge tile would be as wide as a whole one."""
+def edge_columns(problem: GemmProblem, config: Config) -> tuple[int, ...]:
+    """Widths of a NARROW_EDGE config's edge tiles on the problem its kernel computes (C^T with SWAP_AB), as the launch
+    sets them (gen.tma_family.edge_columns): the columns past the last whole tile rounded up to a power of two, at
+    least NARROWEST_EDGE; where that is a whole tile, half a tile and the rest so rounded, if narrower than the half;
+    () where whole tiles cover N or the edge tiles would be as wide as a whole one."""
     n = problem.M if config.SWAP_AB else problem.N
     rest = n % config.BLOCK_SIZE_N
-    width = max(NARROWEST_EDGE, 1 << (rest - 1).bit_length())
-    return width if rest and width < config.BLOCK_SIZE_N else 0
+    if not rest:
+        return ()
+    if _edge_width(rest) < config.BLOCK_SIZE_N:
+        return (_edge_width(rest),)
+    half = config.BLOCK_SIZE_N // 2
+    return (half, _edge_width(rest - half)) if _edge_width(rest - half) < half else ()
+
+
+def _edge_width(columns: int) -> int:
+    return max(NARROWEST_EDGE, 1 << (columns - 1).bit_length())
 
 
 def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -291,22 +300,23 @@ def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # the edge tiles compiled.
     if not config.NARROW_EDGE:
         return True
-    width = edge_columns(problem, config)
+    widths = edge_columns(problem, config)
     kept = (bool(config.PERSISTENT_TMA) and not config.STREAM_K and config.num_ctas == 1
-            and not (config.WARP_SPECIALIZE and config.num_warps == 4) and width > 0)
-    return kept and (config.NARROW_EDGE != FUSED_EDGE or _fused_edge(problem, config, device, width))
+            and not (config.WARP_SPECIALIZE and config.num_warps == 4) and bool(widths))
+    return kept and (config.NARROW_EDGE != FUSED_EDGE or _fused_edge(problem, config, device, widths))
 
 
-def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, width: int) -> bool:
-    # A fused edge tile needs a whole tile beside it; its stages hold that tile's B columns and the edge's, and its
-    # two accumulators live in registers together. Up to 3/4 of a thread's registers for them: measured on the H100
+def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, widths: tuple[int, ...]) -> bool:
+    # A fused edge tile needs a whole tile beside it (each of two edge widths its own); its stages hold that tile's
+    # B columns and the edge's, and its two accumulators live in registers together; the first edge width is the
+    # wider. Up to 3/4 of a thread's registers for them: measured on the H100
     # (Triton 3.6, fp16, BENCHMARKS.md, fourteenth run), a 128x256 tile with 128 edge columns beside it (8 warps,
     # 192 accumulator registers a thread) compiled to 218 registers without spills and was the fastest of its twins at
     # 8192x2144x4096 (223.3 us; edge tiles apart 231.0). Width costs little: 16, 32 and 64 edge columns beside a
     # 128x256 tile took 66.6, 67.7 and 68.5 us at 8192x272x4096.
     n = problem.M if config.SWAP_AB else problem.N
-    wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + width)  # the whole tile and its edge, side by side
-    return (n >= config.BLOCK_SIZE_N and shared_memory_bytes(problem, wider) <= device.max_shared_bytes
+    wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + widths[0])  # the whole tile and its edge, side by side
+    return (n >= len(widths) * config.BLOCK_SIZE_N and shared_memory_bytes(problem, wider) <= device.max_shared_bytes
             and accumulator_registers(wider, device) <= 3 * (device.max_registers_per_thread + 1) // 4)
 
 
@@ -355,9 +365,9 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("align_rows", "ALIGN_ROWS only in the TMA family, where A's or B's rows are 16-byte aligned but not 128",
          _align_rows),
     Rule("narrow_edge", "NARROW_EDGE only in the TMA family, no STREAM_K, num_ctas 1, not WARP_SPECIALIZE with 4 "
-         "warps (fails to compile), where N's last column of tiles would be at least half empty; fused with the last "
-         "whole tile (2) where there is one, the stages fit in shared memory and the two accumulators in 3/4 of a "
-         "thread's registers", _narrow_edge),
+         "warps (fails to compile), where N's last column of tiles would be at least a quarter empty; fused with the "
+         "last whole tile (2) where there is one for each edge width, the stages fit in shared memory and the two "
+         "accumulators in 3/4 of a thread's registers", _narrow_edge),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

@@ -77,6 +77,11 @@ class KernelSpy:
             return self.kernel[grid](*args, **kwargs)
         return launch
 
+    def named(self, launch: int = 0) -> dict:
+        """A launch's positional arguments by the kernel's parameter names."""
+        args, _ = self.launches[launch]
+        return dict(zip(self.kernel.arg_names, args))
+
 
 def spied(monkeypatch, module, config) -> KernelSpy:
     """A KernelSpy on `config`'s kernel in a generated module (its launcher looks the kernel up at call time)."""

@@ -146,14 +146,15 @@ def test_c_is_stored_in_place_through_its_descriptor_or_through_pointers(tmp_pat
         module.poison(c)
         module.LAUNCHERS[str(config)](a, b, c)
         assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, config
-        [(args, kwargs)] = spy.launches
+        [(_, kwargs)] = spy.launches
         assert kwargs["C_TMA"] is through_descriptor, config
-        c_arg = args[2]
+        named = spy.named()
+        c_arg, strides = named["c"], (named["stride_cm"], named["stride_cn"])
         if through_descriptor:
             assert isinstance(c_arg, module.TensorDescriptor) and c_arg.base is c, config
-            assert args[14:16] == (None, None)  # no strides: they stay out of the specialization
+            assert strides == (None, None)  # no strides: they stay out of the specialization
         else:
-            assert c_arg is c and args[14:16] == c.stride(), config  # C itself: no copy in or out
+            assert c_arg is c and strides == c.stride(), config  # C itself: no copy in or out
 
 
 SENTINEL = 7.0  # a finite value the kernels never write where it is checked
@@ -193,10 +194,10 @@ def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env,
         module.poison(c)
         a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=6)
         module.LAUNCHERS[str(config)](a, b, c)
-        [(args, kwargs)] = spy.launches
+        [(_, kwargs)] = spy.launches
         assert kwargs["C_TMA"] is through_descriptor and kwargs.get("EDGE_N", 0) == edge_n, (config, view)
         if edge_n:  # the edge tiles' C: a descriptor of their width, or C itself
-            assert isinstance(args[9], module.TensorDescriptor) is through_descriptor, (config, view)
+            assert isinstance(spy.named()["c_edge"], module.TensorDescriptor) is through_descriptor, (config, view)
         assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
         assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
@@ -224,10 +225,11 @@ def test_swapped_configs_compute_c_through_its_transpose(tmp_path, interpreter_e
         spy = spied(monkeypatch, module, config)
         error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=7)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
-        [(args, kwargs)] = spy.launches
-        assert args[11:14] == (N, M, K), config
+        [(_, kwargs)] = spy.launches
+        named = spy.named()
+        assert (named["M"], named["N"], named["K"]) == (N, M, K), config
         assert (kwargs["A_COL"], kwargs["B_COL"], kwargs["C_TMA"]) == (not col_b, not col_a, False), config
-        assert args[14:16] == (1, N), config  # C^T's strides: C itself, written in place
+        assert (named["stride_cm"], named["stride_cn"]) == (1, N), config  # C^T's strides: C, written in place
 
 
 def test_a_swapped_config_writes_a_view_of_c_and_nothing_around_it(tmp_path, interpreter_env):
@@ -290,56 +292,64 @@ NARROW_CONFIGS = [
 
 
 def _edge_claims(spy) -> list:
-    """Per launch: (EDGE_N, EDGE_FUSED, the claim counter as the programs left it, programs)."""
-    return [(kwargs.get("EDGE_N", 0), kwargs.get("EDGE_FUSED", False),
-             int(args[10].item()) if args[10] is not None else None, grid[0])
-            for (args, kwargs), grid in zip(spy.launches, spy.grids)]
+    """Per launch: (the edge widths EDGE_N and EDGE_N2, EDGE_FUSED, the claim counter as the programs left it,
+    programs)."""
+    claims = [spy.named(launch)["edge_claims"] for launch in range(len(spy.launches))]
+    return [(tuple(width for width in (kwargs.get("EDGE_N", 0), kwargs.get("EDGE_N2", 0)) if width),
+             kwargs.get("EDGE_FUSED", False), int(claim.item()) if claim is not None else None, grid[0])
+            for (_, kwargs), claim, grid in zip(spy.launches, claims, spy.grids)]
 
 
-# (M, N, K): edge widths for tiles 64 / 128 wide, and for C^T (N = M) 128 wide
+# (M, N, K): edge widths for tiles 64 / 128 wide, and for C^T (N = M) 128 wide; where two, the first is half a tile
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", [
-    (200, 136, 90, False, False),  # 16 / 16, C^T none (72 past 128: a tile as wide)
-    (130, 200, 67, True, True),  # 16 / none, C^T 16
-    (70, 81, 33, False, True),  # 32 / none; C's rows of 81 halves: stored through pointers
+    (200, 136, 90, False, False),  # 16 / 16, C^T 64 + 16 (72 past 128), apart: one whole tile
+    (130, 200, 67, True, True),  # 16 / 64 + 16, C^T 16
+    (70, 81, 33, False, True),  # 32 / 64 + 32; C's rows of 81 halves: stored through pointers
     (257, 150, 64, True, False),  # 32 / 32, C^T 16
-    (90, 24, 40, False, False),  # 32 / 32, no whole tile beside them (fused configs compute them apart), C^T 32
+    (90, 24, 40, False, False),  # 32 / 32, no whole tile beside them (fused configs compute them apart), C^T 64 + 32
+    (100, 168, 70, False, True),  # 32 + 16, each fused beside a whole tile of 64 / 64, C^T none (100 past 0)
+    (70, 336, 40, True, False),  # 16 / 64 + 16, each fused beside a whole tile of 128, C^T none (70 past 0)
 ])
 def test_narrow_edge_tiles_match_float64_and_each_is_claimed_once(tmp_path, interpreter_env, monkeypatch, dtype, M, N,
                                                                    K, col_a, col_b):
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS, tmp_path))
-    narrowed = fused = 0
+    narrowed = fused = two_fused = 0
     for config in NARROW_CONFIGS:
         spy = spied(monkeypatch, module, config)
         error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=11)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         rows, cols = (N, M) if config.SWAP_AB else (M, N)
-        [(edge_n, edge_fused, claims, programs)] = _edge_claims(spy)
-        assert edge_n == module.edge_columns(cols, config.BLOCK_SIZE_N), config
-        assert edge_fused is (config.NARROW_EDGE == FUSED_EDGE and edge_n > 0 and cols >= config.BLOCK_SIZE_N)
-        if edge_n:  # every edge tile (or fused pair) claimed once, then one claim too many per program
+        [(widths, edge_fused, claims, programs)] = _edge_claims(spy)
+        assert widths == module.edge_columns(cols, config.BLOCK_SIZE_N), config
+        assert edge_fused is (config.NARROW_EDGE == FUSED_EDGE and bool(widths)
+                              and cols >= len(widths) * config.BLOCK_SIZE_N)
+        if widths:  # every edge tile (or fused pair) of each width claimed once, then one claim too many per program
             narrowed += 1
             fused += edge_fused
-            assert claims == -(-rows // config.BLOCK_SIZE_M) + programs, config
+            two_fused += edge_fused and len(widths) == 2
+            assert claims == len(widths) * -(-rows // config.BLOCK_SIZE_M) + programs, config
         else:
             assert claims is None
-    assert narrowed >= 3 and (fused >= 1 or N < 64)
+    assert narrowed >= 3 and (fused >= 1 or N < 64) and (two_fused >= 1 or N not in (168, 336))
 
 
 @pytest.mark.parametrize("narrow_edge", [1, FUSED_EDGE])
 @pytest.mark.parametrize("dtype, dtype_c, bias", [("fp16", "fp16", True), ("fp8", "fp32", True),
                                                   ("int8", "int32", False)])
+# N: 8 columns past two whole tiles of 64, an edge of 16; 40 past them, edges of 32 and 16
+@pytest.mark.parametrize("N, widths", [(136, (16,)), (168, (32, 16))])
 def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias,
-                                                       narrow_edge):
+                                                       narrow_edge, N, widths):
     from dataclasses import replace
 
     config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=narrow_edge)
-    p = replace(problem(200, 136, 300, dtype, dtype_c=dtype_c), bias=bias)  # 8 columns past two whole tiles
+    p = replace(problem(200, N, 300, dtype, dtype_c=dtype_c), bias=bias)
     module = load_module(write_module(p, [config], tmp_path))
     spy = spied(monkeypatch, module, config)
     error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=13)
     assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
-    assert _edge_claims(spy)[0][:2] == (16, narrow_edge == FUSED_EDGE)
+    assert _edge_claims(spy)[0][:2] == (widths, narrow_edge == FUSED_EDGE)
 
 
 def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
@@ -350,18 +360,23 @@ def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
         config = Config(128, block_n, 64, PERSISTENT_TMA=1, NARROW_EDGE=1)
         assert [module.edge_columns(n, block_n) for n in range(1, 600)] == [
             edge_columns(problem(64, n, 64), config) for n in range(1, 600)]
-    assert [module.edge_columns(n, 256) for n in (2048, 2049, 2056, 2064, 2065, 2176, 2177)] == [0, 16, 16, 16, 32,
-                                                                                                 128, 0]
+    assert [module.edge_columns(n, 256) for n in (2048, 2049, 2056, 2064, 2065, 2176, 2177, 2200, 2240, 2241)] == [
+        (), (16,), (16,), (16,), (32,), (128,), (128, 16), (128, 32), (128, 64), ()]
     # the edge's K loop as deep as the whole tiles' stages' shared memory holds: 3 x (128 + 256) / (128 + 16)
     tile = module.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
                              num_warps=8, num_stages=3)
     assert module.edge_stages(tile, 16) == 8
     narrow, fused = module.TmaVariant(narrow_edge=True), module.TmaVariant(narrow_edge=True, fused_edge=True)
-    assert module.edge_options(tile, narrow, 0, 2048) == module.edge_options(tile, fused, 0, 2048) == {}
-    assert module.edge_options(tile, narrow, 16, 2056) == {"EDGE_N": 16, "EDGE_STAGES": 8}
-    assert module.edge_options(tile, fused, 16, 2056) == {"EDGE_N": 16, "EDGE_FUSED": True}
+    assert module.edge_options(tile, narrow, (), 2048) == module.edge_options(tile, fused, (), 2048) == {}
+    assert module.edge_options(tile, narrow, (16,), 2056) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    assert module.edge_options(tile, fused, (16,), 2056) == {"EDGE_N": 16, "EDGE_FUSED": True}
     # no whole tile to fuse 8 columns with: they are computed apart
-    assert module.edge_options(tile, fused, 16, 8) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    assert module.edge_options(tile, fused, (16,), 8) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    # two widths: 3 x 384 / 256 and 3 x 384 / 160 stages apart; fused, each beside its own whole tile
+    assert module.edge_options(tile, narrow, (128, 32), 2200) == {"EDGE_N": 128, "EDGE_STAGES": 4, "EDGE_N2": 32,
+                                                                  "EDGE_STAGES2": 7}
+    assert module.edge_options(tile, fused, (128, 32), 2200) == {"EDGE_FUSED": True, "EDGE_N": 128, "EDGE_N2": 32}
+    assert module.edge_options(tile, fused, (128, 32), 408) == module.edge_options(tile, narrow, (128, 32), 408)
 
 
 def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):

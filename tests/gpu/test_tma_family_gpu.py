@@ -132,6 +132,7 @@ NARROW_CONFIGS = [
            NARROW_EDGE=1),
     Config(128, 128, 64, 8, 1, 4, 5, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=1),
     Config(128, 256, 64, 8, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=FUSED_EDGE),
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=FUSED_EDGE),
     Config(128, 256, 64, 16, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, ALIGN_ROWS=1,
            NARROW_EDGE=FUSED_EDGE),
     Config(128, 128, 64, 8, 1, 4, 4, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=FUSED_EDGE),
@@ -147,6 +148,22 @@ NARROW_CONFIGS = [
 ])
 def test_narrow_edge_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
     ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
+# Two edge widths, half a tile and the rest: 152 columns past whole tiles of 256 are 128 + 32, each fused beside a
+# whole tile or both apart; 24 past whole tiles of 128 are one edge of 32. The narrow_edge rule (on the H100's shared
+# memory) leaves out the fused config whose 4 stages, widened by 128 columns, would not fit.
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (2048, 2200, 1024, False, False),  # C^T: none
+    (1000, 664, 520, True, False),  # two whole tiles of 256: one beside each edge; C^T: 232 past 256, none
+])
+def test_two_edge_widths_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
+    p = problem(M, N, K, dtype, col_a, col_b)
+    kept = [config for config in NARROW_CONFIGS if RULES_BY_NAME["narrow_edge"].keep(p, config, INTERPRETER_PROFILE)]
+    assert sum(config.NARROW_EDGE == FUSED_EDGE and config.BLOCK_SIZE_N == 256 for config in kept) == 2
+    ahead = _check_compiled_ahead(tmp_path, p, kept)
     assert set(ahead.values()) == {"ok"}, ahead
 
 

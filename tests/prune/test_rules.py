@@ -296,29 +296,31 @@ def test_align_rows_only_where_a_row_starts_16_byte_aligned_off_a_line(size, dty
 EDGE = {"PERSISTENT_TMA": 1, "NARROW_EDGE": 1}
 
 
-@pytest.mark.parametrize("size, block_n, knobs, width", [
-    ((8192, 2056, 4096), 256, {}, 16),  # 8 columns past 8 whole tiles
-    ((8192, 2056, 4096), 128, {}, 16),
-    ((4096, 4112, 4096), 256, {}, 16),
-    ((8192, 2200, 4096), 128, {}, 32),  # 24 columns past 17 whole tiles
-    ((8192, 2200, 4096), 256, {}, 0),  # 152 columns: an edge tile of 256, as wide as a whole one
-    ((4096, 4096, 4096), 256, {}, 0),  # whole tiles cover N
-    ((4095, 4097, 1023), 256, {}, 16),  # one column past 16 whole tiles
-    ((4095, 4097, 1023), 256, {"SWAP_AB": 1}, 0),  # C^T's N is 4095: 255 past 15 whole tiles
-    ((2056, 8192, 4096), 256, {"SWAP_AB": 1}, 16),  # C^T's N is 2056
-    ((8192, 2056, 4096), 256, {"STREAM_K": 1}, 0),  # not with stream-K
-    ((8192, 2056, 4096), 256, {"num_ctas": 2}, 0),  # nor in clusters
-    ((8192, 2056, 4096), 128, {"WARP_SPECIALIZE": 1}, 16),
-    ((8192, 2056, 4096), 128, {"WARP_SPECIALIZE": 1, "num_warps": 4}, 0),  # fails to compile
+@pytest.mark.parametrize("size, block_n, knobs, widths", [
+    ((8192, 2056, 4096), 256, {}, (16,)),  # 8 columns past 8 whole tiles
+    ((8192, 2056, 4096), 128, {}, (16,)),
+    ((4096, 4112, 4096), 256, {}, (16,)),
+    ((8192, 2200, 4096), 128, {}, (32,)),  # 24 columns past 17 whole tiles
+    ((8192, 2200, 4096), 256, {}, (128, 32)),  # 152 columns: rounded up, a whole tile; half a tile, then 24
+    ((8192, 2240, 4096), 256, {}, (128, 64)),  # 192 columns: half a tile, then 64
+    ((8192, 2241, 4096), 256, {}, ()),  # 193 columns: half a tile, then another half, as wide as a whole one
+    ((4096, 4096, 4096), 256, {}, ()),  # whole tiles cover N
+    ((4095, 4097, 1023), 256, {}, (16,)),  # one column past 16 whole tiles
+    ((4095, 4097, 1023), 256, {"SWAP_AB": 1}, ()),  # C^T's N is 4095: 255 past 15 whole tiles
+    ((2056, 8192, 4096), 256, {"SWAP_AB": 1}, (16,)),  # C^T's N is 2056
+    ((8192, 2056, 4096), 256, {"STREAM_K": 1}, ()),  # not with stream-K
+    ((8192, 2056, 4096), 256, {"num_ctas": 2}, ()),  # nor in clusters
+    ((8192, 2056, 4096), 128, {"WARP_SPECIALIZE": 1}, (16,)),
+    ((8192, 2056, 4096), 128, {"WARP_SPECIALIZE": 1, "num_warps": 4}, ()),  # fails to compile
 ])
-def test_narrow_edge_only_where_an_edge_tile_would_be_narrower_than_a_whole_one(size, block_n, knobs, width):
+def test_narrow_edge_only_where_edge_tiles_would_be_narrower_than_a_whole_one(size, block_n, knobs, widths):
     config = Config(128, block_n, 64, num_warps=8, num_stages=3, **EDGE)
     config = replace(config, **knobs)
     p = problem(*size)
-    assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is (width > 0)
+    assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is bool(widths)
     assert RULES_BY_NAME["narrow_edge"].keep(p, replace(config, NARROW_EDGE=0), IP)
     if not set(knobs) & {"STREAM_K", "num_ctas", "num_warps"}:
-        assert edge_columns(p, config) == width
+        assert edge_columns(p, config) == widths
 
 
 @pytest.mark.parametrize("size, tile, knobs, kept", [
@@ -326,6 +328,8 @@ def test_narrow_edge_only_where_an_edge_tile_would_be_narrower_than_a_whole_one(
     ((8192, 2104, 4096), (128, 256, 3), {}, True),  # 56 columns past: an edge of 64
     ((8192, 2144, 4096), (128, 256, 3), {}, True),  # 96 columns past: an edge of 128, 192 accumulators a thread
     ((8192, 2200, 4096), (128, 128, 4), {}, True),  # 24 columns past: an edge of 32
+    ((8192, 2200, 4096), (128, 256, 3), {}, True),  # 152 columns past: edges of 128 and 32, each beside a whole tile
+    ((8192, 408, 4096), (128, 256, 3), {}, False),  # the same edges beside one whole tile: apart (kept as 1)
     ((8192, 2056, 4096), (128, 64, 4), {}, True),  # an edge of 16 beside a tile of 64
     ((8192, 2056, 4096), (256, 256, 3), {}, False),  # 256 x 272 accumulators over 256 threads: past 3/4 of 255
     ((8192, 2144, 4096), (128, 256, 3), {"num_warps": 4}, False),  # 128 x 384 over 128 threads
@@ -342,7 +346,7 @@ def test_fused_edge_only_beside_a_whole_tile_with_its_stages_and_accumulators_in
                             NARROW_EDGE=FUSED_EDGE), **knobs)
     p = problem(*size)
     assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is kept
-    if size == (8192, 40, 4096):
+    if size in ((8192, 40, 4096), (8192, 408, 4096)):
         assert RULES_BY_NAME["narrow_edge"].keep(p, replace(config, NARROW_EDGE=1), IP)
 
 

@@ -81,8 +81,10 @@ def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):
     spy = spy_on(tma_family, "tma_persistent_tile")
     config = Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1)
     assert _error(config) <= DTYPES["fp16"].tolerance
-    [(args, kwargs)] = spy.launches
-    assert args[11:14] == (N, M, K) and args[14:16] == (1, N)  # C^T, written in place through C's storage
+    [(_, kwargs)] = spy.launches
+    named = spy.named()
+    # C^T, written in place through C's storage
+    assert (named["M"], named["N"], named["K"], named["stride_cm"], named["stride_cn"]) == (N, M, K, 1, N)
     assert "SWAP_AB" not in kwargs  # a host-side knob: the kernel binds none of it
     assert (kwargs["A_COL"], kwargs["B_COL"]) == (True, True)  # B^T and A^T of row-major B and A
 
@@ -106,13 +108,17 @@ def test_a_narrow_edge_config_sizes_its_edge_tiles_to_each_n_it_meets(spy_on):
     config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1)
     generator = torch.Generator().manual_seed(5)
     a = torch.randn(70, 40, generator=generator).half()
-    for n in (72, 100, 128):  # 8 columns past one whole tile of 64, 36 (a tile as wide as a whole one), none
+    # 8 columns past one whole tile of 64; 36 (edges of 32 and 16); 56 (edges of 32 and 32, as wide as a whole tile);
+    # none
+    for n in (72, 100, 120, 128):
         b = torch.randn(40, n, generator=generator).half()
         c = torch.full((70, n), float("nan"), dtype=torch.float16)
         kernels.launcher_for(config)(a, b, c)
         assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance, n
-    assert [kwargs.get("EDGE_N", 0) for _, kwargs in spy.launches] == [16, 0, 0]
-    assert [args[8] is not None for args, _ in spy.launches] == [True, False, False]  # B's edge descriptor
+    assert [(kwargs.get("EDGE_N", 0), kwargs.get("EDGE_N2", 0)) for _, kwargs in spy.launches] == [
+        (16, 0), (32, 16), (0, 0), (0, 0)]
+    assert [(spy.named(launch)["b_edge"] is not None, spy.named(launch)["b_edge2"] is not None)
+            for launch in range(4)] == [(True, False), (True, True), (False, False), (False, False)]
     assert "NARROW_EDGE" not in spy.launches[0][1]  # a host-side knob: the kernel binds its width, not the knob
 
 
@@ -121,10 +127,12 @@ def test_a_fused_edge_config_fuses_where_n_has_a_whole_tile_and_computes_the_edg
     config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=FUSED_EDGE)
     generator = torch.Generator().manual_seed(6)
     a = torch.randn(70, 40, generator=generator).half()
-    for n in (72, 24):  # 8 columns past one whole tile of 64; 24 columns and no whole tile
+    # 8 columns past one whole tile of 64; 24 columns and no whole tile; 40 past two whole tiles (edges of 32 and 16,
+    # each beside one); 36 past one (edges of 32 and 16, one whole tile for two)
+    for n in (72, 24, 168, 100):
         b = torch.randn(40, n, generator=generator).half()
         c = torch.full((70, n), float("nan"), dtype=torch.float16)
         kernels.launcher_for(config)(a, b, c)
         assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance, n
-    assert [(kwargs["EDGE_N"], kwargs.get("EDGE_FUSED", False)) for _, kwargs in spy.launches] == [(16, True),
-                                                                                                  (32, False)]
+    assert [(kwargs["EDGE_N"], kwargs.get("EDGE_N2", 0), kwargs.get("EDGE_FUSED", False))
+            for _, kwargs in spy.launches] == [(16, 0, True), (32, 0, False), (32, 16, True), (32, 16, False)]
