@@ -281,10 +281,12 @@ def edge_columns(problem: GemmProblem, config: Config) -> tuple[int, ...]:
     rest = n % config.BLOCK_SIZE_N
     if not rest:
         return ()
-    if _edge_width(rest) < config.BLOCK_SIZE_N:
-        return (_edge_width(rest),)
+    width = _edge_width(rest)
+    if width < config.BLOCK_SIZE_N:
+        return (width,)
     half = config.BLOCK_SIZE_N // 2
-    return (half, _edge_width(rest - half)) if _edge_width(rest - half) < half else ()
+    second = _edge_width(rest - half)
+    return (half, second) if second < half else ()
 
 
 def _edge_width(columns: int) -> int:
@@ -313,7 +315,8 @@ def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, wid
     # (Triton 3.6, fp16, BENCHMARKS.md, fourteenth run), a 128x256 tile with 128 edge columns beside it (8 warps,
     # 192 accumulator registers a thread) compiled to 218 registers without spills and was the fastest of its twins at
     # 8192x2144x4096 (223.3 us; edge tiles apart 231.0). Width costs little: 16, 32 and 64 edge columns beside a
-    # 128x256 tile took 66.6, 67.7 and 68.5 us at 8192x272x4096.
+    # 128x256 tile took 66.6, 67.7 and 68.5 us at 8192x272x4096. With two widths, 128 + 32 columns past tiles of 256
+    # fused took 8192x2200x4096 to 228.4 us, against 244.5 without edge tiles and 245.9 apart (fifteenth run).
     n = problem.M if config.SWAP_AB else problem.N
     wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + widths[0])  # the whole tile and its edge, side by side
     return (n >= len(widths) * config.BLOCK_SIZE_N and shared_memory_bytes(problem, wider) <= device.max_shared_bytes

@@ -103,18 +103,22 @@ def test_an_align_rows_config_copies_rows_that_start_off_128_byte_lines(spy_on):
     assert "ALIGN_ROWS" not in kwargs  # a host-side knob: the kernel binds none of it
 
 
-def test_a_narrow_edge_config_sizes_its_edge_tiles_to_each_n_it_meets(spy_on):
-    spy = spy_on(tma_family, "tma_persistent_tile")
-    config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1)
-    generator = torch.Generator().manual_seed(5)
+def _launch_on_each_n(config: Config, ns: tuple[int, ...], seed: int) -> None:
+    """The config's launcher on one A (70 x 40) and a B of each width in ns, each C poisoned first and checked."""
+    generator = torch.Generator().manual_seed(seed)
     a = torch.randn(70, 40, generator=generator).half()
-    # 8 columns past one whole tile of 64; 36 (edges of 32 and 16); 56 (edges of 32 and 32, as wide as a whole tile);
-    # none
-    for n in (72, 100, 120, 128):
+    for n in ns:
         b = torch.randn(40, n, generator=generator).half()
         c = torch.full((70, n), float("nan"), dtype=torch.float16)
         kernels.launcher_for(config)(a, b, c)
         assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance, n
+
+
+def test_a_narrow_edge_config_sizes_its_edge_tiles_to_each_n_it_meets(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    # 8 columns past one whole tile of 64; 36 (edges of 32 and 16); 56 (edges of 32 and 32, as wide as a whole tile);
+    # none
+    _launch_on_each_n(Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1), (72, 100, 120, 128), seed=5)
     assert [(kwargs.get("EDGE_N", 0), kwargs.get("EDGE_N2", 0)) for _, kwargs in spy.launches] == [
         (16, 0), (32, 16), (0, 0), (0, 0)]
     assert [(spy.named(launch)["b_edge"] is not None, spy.named(launch)["b_edge2"] is not None)
@@ -124,15 +128,9 @@ def test_a_narrow_edge_config_sizes_its_edge_tiles_to_each_n_it_meets(spy_on):
 
 def test_a_fused_edge_config_fuses_where_n_has_a_whole_tile_and_computes_the_edge_apart_where_not(spy_on):
     spy = spy_on(tma_family, "tma_persistent_tile")
-    config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=FUSED_EDGE)
-    generator = torch.Generator().manual_seed(6)
-    a = torch.randn(70, 40, generator=generator).half()
     # 8 columns past one whole tile of 64; 24 columns and no whole tile; 40 past two whole tiles (edges of 32 and 16,
     # each beside one); 36 past one (edges of 32 and 16, one whole tile for two)
-    for n in (72, 24, 168, 100):
-        b = torch.randn(40, n, generator=generator).half()
-        c = torch.full((70, n), float("nan"), dtype=torch.float16)
-        kernels.launcher_for(config)(a, b, c)
-        assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance, n
+    _launch_on_each_n(Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=FUSED_EDGE), (72, 24, 168, 100),
+                      seed=6)
     assert [(kwargs["EDGE_N"], kwargs.get("EDGE_N2", 0), kwargs.get("EDGE_FUSED", False))
             for _, kwargs in spy.launches] == [(16, 0, True), (32, 0, False), (32, 16, True), (32, 16, False)]
