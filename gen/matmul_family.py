@@ -52,6 +52,7 @@ class TileConfig:
     num_warps: int
     num_stages: int
     options: tuple = ()  # (name, value) launch options of the backend, e.g. AMD's waves_per_eu, or num_ctas
+    fused_reduce: bool = False  # SPLIT_K > 1: the partials are summed inside the GEMM (finish_split_tile)
 
     @property
     def num_ctas(self) -> int:
@@ -102,15 +103,16 @@ def dot_accumulate(a, b, acc):
 
 @triton.jit
 def matmul_tile(
-    a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K,
+    a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, partials_ptr, arrivals_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    HAS_SCALES: tl.constexpr,
+    HAS_SCALES: tl.constexpr, FUSED_REDUCE: tl.constexpr = False,
 ):
     """One output tile of C = A @ B (+ bias), times the fp8 scales when HAS_SCALES; with SPLIT_K > 1, one
     K slice's unscaled partial tile (fp32, int32 for int8; slice stride_cs), without the bias: the
-    reduction kernel scales and adds it once."""
+    reduction kernel scales and adds it once. FUSED_REDUCE (SPLIT_K > 1): c_ptr is C, and the tile's K slices
+    sum their partials themselves (finish_split_tile) through `partials_ptr` and `arrivals_ptr`, None otherwise."""
     pid_k = tl.program_id(axis=1)
     pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_SIZE_M), tl.cdiv(N, BLOCK_SIZE_N),
                                 GROUP_SIZE_M)
@@ -139,28 +141,59 @@ def matmul_tile(
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
 
-    if SPLIT_K == 1:
-        acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
-        acc = add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
-    c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    if FUSED_REDUCE:
+        finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, offs_m,
+                          offs_n, M, N, stride_cm, stride_cn, stride_bias, SPLIT_K, HAS_BIAS, HAS_SCALES)
+    else:
+        if SPLIT_K == 1:
+            acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
+            acc = add_row_bias(acc, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
+        c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, offs_m,
+                      offs_n, M, N, stride_cm, stride_cn, stride_bias, SPLIT_K: tl.constexpr,
+                      HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    """FUSED_REDUCE: K slice pid_k's partial tile `acc` goes into its slot of the tile's SPLIT_K slots in
+    `partials_ptr` (tile after tile, each slot a whole tile, row-major), then the slice counts itself in on the
+    tile's counter in `arrivals_ptr`. The last slice to arrive sums the slots in slice order, so C does not depend
+    on which slice that is, scales the sum and adds the bias, stores it into C, and sets the counter back to zero
+    for the next launch (arrival_counters). Nobody waits for anybody: this holds in any order the programs run."""
+    tile = tl.program_id(axis=0)
+    slot_size = acc.shape[0] * acc.shape[1]
+    slots = (partials_ptr + tile.to(tl.int64) * SPLIT_K * slot_size + tl.arange(0, acc.shape[0])[:, None] * acc.shape[1]
+             + tl.arange(0, acc.shape[1])[None, :])
+    tl.store(slots + pid_k * slot_size, acc)
+    tl.debug_barrier()  # every thread's part of the slot is written before the count releases it
+    if tl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1:
+        total = tl.load(slots, cache_modifier=".cg")
+        for s in tl.static_range(1, SPLIT_K):
+            total += tl.load(slots + s * slot_size, cache_modifier=".cg")
+        tl.store(arrivals_ptr + tile, 0)
+        total = apply_scales(total, scale_a_ptr, scale_b_ptr, HAS_SCALES)
+        total = add_row_bias(total, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
+        tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, total.to(c_ptr.dtype.element_ty),
+                 mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
 def matmul_tile_static_shape(
-    a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+    a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, partials_ptr, arrivals_ptr, M: tl.constexpr,
+    N: tl.constexpr, K: tl.constexpr,
     stride_am: tl.constexpr, stride_ak: tl.constexpr, stride_bk: tl.constexpr, stride_bn: tl.constexpr,
     stride_cm: tl.constexpr, stride_cn: tl.constexpr, stride_cs: tl.constexpr, stride_bias: tl.constexpr,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    HAS_SCALES: tl.constexpr,
+    HAS_SCALES: tl.constexpr, FUSED_REDUCE: tl.constexpr = False,
 ):
     """matmul_tile with the sizes and strides as compile-time constants (STATIC_SHAPE): one binary per shape, whose
     grid walk, masks and K loop fold to constants. The run-time launchers use it; a generated module declares the
     same parameters tl.constexpr in its own kernel instead."""
-    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,
-                GROUP_SIZE_M, SPLIT_K, EVEN_K, HAS_BIAS, HAS_SCALES)
+    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, partials_ptr, arrivals_ptr, M, N, K,
+                stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M,
+                BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, SPLIT_K, EVEN_K, HAS_BIAS, HAS_SCALES, FUSED_REDUCE)
 
 
 @triton.jit
@@ -199,6 +232,36 @@ def partial_dtype(dtype_c):
     return torch.float32 if dtype_c.is_floating_point else torch.int32
 
 
+_arrival_counters: dict = {}
+
+
+def arrival_counters(device, tiles: int):
+    """Zeroed int32 counters, one per output tile, for FUSED_REDUCE launches on `device`'s current stream. Every
+    launch leaves them zero again (finish_split_tile), so they are allocated once and reused: no memset kernel
+    before each launch, which at launch-bound sizes would cost what the fused reduction saves. One set per stream,
+    since launches on two streams may run at once."""
+    device = torch.device(device)
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    counters = _arrival_counters.get((device, stream))
+    if counters is None or counters.numel() < tiles:
+        counters = _arrival_counters[(device, stream)] = torch.zeros(tiles, dtype=torch.int32, device=device)
+    return counters
+
+
+def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
+    """(what the kernel writes as C, partials_ptr, arrivals_ptr) of a launch: C itself without split K; the SPLIT_K
+    partial products (M, N each) for the reduction kernel; or with fused_reduce C, one partial tile per tile and
+    K slice, and the tiles' arrival counters."""
+    if config.SPLIT_K == 1:
+        return c, None, None
+    if not config.fused_reduce:
+        return torch.empty((config.SPLIT_K, M, N), dtype=partial_dtype(c.dtype), device=c.device), None, None
+    tiles = _grid(config, M, N)[0]
+    partials = torch.empty(tiles * config.SPLIT_K * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N,
+                           dtype=partial_dtype(c.dtype), device=c.device)
+    return c, partials, arrival_counters(c.device, tiles)
+
+
 def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
     """C = scale_a scale_b A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any
     strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither."""
@@ -207,16 +270,15 @@ def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_
     has_bias = bias is not None
     has_scales = scale_a is not None
     bias_stride = bias.stride(0) if has_bias else 0
-    out = c if config.SPLIT_K == 1 else torch.empty((config.SPLIT_K, M, N), dtype=partial_dtype(c.dtype),
-                                                    device=c.device)
-    slice_stride = 0 if config.SPLIT_K == 1 else out.stride(0)
+    out, partials, arrivals = split_buffers(config, M, N, c)
+    slice_stride = out.stride(0) if out.dim() == 3 else 0
     kernel[_grid(config, M, N)](
-        a, b, out, bias, scale_a, scale_b, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-        out.stride(-2), out.stride(-1), slice_stride, bias_stride,
+        a, b, out, bias, scale_a, scale_b, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+        b.stride(1), out.stride(-2), out.stride(-1), slice_stride, bias_stride,
         EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias, HAS_SCALES=has_scales,
         num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
     )
-    if config.SPLIT_K > 1:
+    if out is not c:
         reduce_kernel[(ceil_div(M, REDUCE_BLOCK.value), ceil_div(N, REDUCE_BLOCK.value))](
             out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),
             c.stride(1), bias_stride, HAS_BIAS=has_bias, HAS_SCALES=has_scales)
@@ -235,17 +297,19 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
         return {}
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
-    out_dtype = problem.dtype_c if config.SPLIT_K == 1 else partial_dtype(problem.dtype_c)
-    out_strides = (N, 1, 0) if config.SPLIT_K == 1 else (N, 1, M * N)
+    separate_reduction = config.SPLIT_K > 1 and not config.fused_reduce
+    out_dtype = partial_dtype(problem.dtype_c) if separate_reduction else problem.dtype_c
+    out_strides = (N, 1, M * N) if separate_reduction else (N, 1, 0)
+    fused = (mock(partial_dtype(problem.dtype_c)), mock(torch.int32)) if config.fused_reduce else (None, None)
     bias, bias_stride = (mock(problem.dtype_c), 1) if problem.bias else (None, 0)  # as launch() passes them
     scaled, scales = mock_scales(problem)
     resources = loaded_resources(kernel.warmup(
-        mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, *scales, M, N, K,
+        mock(problem.dtype_a), mock(problem.dtype_b), mock(out_dtype), bias, *scales, *fused, M, N, K,
         *_operand_strides(M, K, problem.col_a), *_operand_strides(K, N, problem.col_b), *out_strides, bias_stride,
         EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N), **dict(config.options),
     ))
-    if config.SPLIT_K > 1:
+    if separate_reduction:
         reduce_kernel.warmup(mock(out_dtype), mock(problem.dtype_c), bias, *scales, M, N, M * N, N, 1, N, 1,
                              bias_stride, HAS_BIAS=problem.bias, HAS_SCALES=scaled, grid=(1, 1))._init_handles()
     return resources

@@ -37,12 +37,13 @@ _KERNEL = Template('''
 
 # ---- $config_name ------------------------------------------------------------
 @triton.jit
-def $kernel(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr,$shape_parameters
+def $kernel(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, partials_ptr, arrivals_ptr,$shape_parameters
             EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
-    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                stride_bn, stride_cm, stride_cn, stride_cs, stride_bias, BLOCK_SIZE_M=$BLOCK_SIZE_M,
-                BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K, GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K,
-                EVEN_K=EVEN_K, HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES)
+    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, partials_ptr, arrivals_ptr, M, N, K,
+                stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
+                BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
+                GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K, EVEN_K=EVEN_K, HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES,
+                FUSED_REDUCE=$FUSED_REDUCE)
 ''')
 
 _SHAPE_PARAMETERS = (("M", "N", "K"), ("stride_am", "stride_ak", "stride_bk", "stride_bn"),
@@ -73,7 +74,7 @@ _LAUNCHER = Template('''
 
 CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
                                  GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K, num_warps=$num_warps,
-                                 num_stages=$num_stages$options)
+                                 num_stages=$num_stages$options$fused_reduce)
 
 
 def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
@@ -149,6 +150,11 @@ def _inlined(family_source: str) -> str:
     return "\n" + family_source[:start] + family_source[end:]
 
 
+def _separate_reduction(config: Config) -> bool:
+    """Whether a config's split-K partials are summed by a reduction kernel after the GEMM (not FUSED_REDUCE)."""
+    return config.SPLIT_K > 1 and not config.FUSED_REDUCE
+
+
 def _torch_name(problem_dtype) -> str:
     return str(problem_dtype.torch_dtype).removeprefix("torch.")
 
@@ -178,8 +184,9 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
         names = dict(
             config_name=str(config), kernel=kernel_name(config), launcher=launcher_name(config),
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
-            reduce_ref=reduce_kernel_name(config) if config.SPLIT_K > 1 else "None",
-            **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS}},
+            reduce_ref=reduce_kernel_name(config) if _separate_reduction(config) else "None",
+            **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in (*HOPPER_KNOBS, "FUSED_REDUCE")}},
+            fused_reduce=",\n                                 fused_reduce=True" if config.FUSED_REDUCE else "",
             FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE,
             options=_options(config), shape_parameters=_shape_parameters(config),
         )
@@ -187,7 +194,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             parts += [_TMA_KERNEL.substitute(names), _TMA_LAUNCHER.substitute(names)]
             continue
         parts.append(_KERNEL.substitute(names))
-        if config.SPLIT_K > 1:
+        if _separate_reduction(config):
             parts.append(_REDUCE_KERNEL.substitute(names))
         parts.append(_LAUNCHER.substitute(names))
     parts.append(_FOOTER.substitute(

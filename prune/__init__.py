@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from prune.config import Config
 from prune.device import DeviceProfile
@@ -40,7 +40,7 @@ def prune(
             removed[failed.name] += len(families)
             continue
         for family in families:
-            config = replace(tile, **family) if any(family.values()) else tile
+            config = tile.with_family(family) if any(family.values()) else tile
             failed = _first_failed(family_rules, problem, config, device)
             if failed is None:
                 kept.append(config)

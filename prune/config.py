@@ -34,8 +34,9 @@ _TOKENS: dict[str, str] = {
     "SWAP_AB": "SWAP",
     "ALIGN_ROWS": "AR",
     "NARROW_EDGE": "NE",
-    # Plain-family knob (any GPU), printed only when set
+    # Plain-family knobs (any GPU), printed only when set
     "STATIC_SHAPE": "SS",
+    "FUSED_REDUCE": "FR",
     # AMD scheduling hint: a word, not a number, so always printed last (it may hold '_')
     "schedule_hint": "sched",
 }
@@ -47,7 +48,7 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
 # Every knob that is 0 (off) or 1 (on), but NARROW_EDGE, which is 0, 1 or FUSED_EDGE.
-SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE")
+SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
 # NARROW_EDGE's value for edge tiles computed in the K loop of their row's last whole tile (gen.tma_family.edge_part)
 FUSED_EDGE = 2
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
@@ -152,6 +153,10 @@ class Config:
     # rest), after the whole tiles (gen.tma_family.edge_columns, edge_part); FUSED_EDGE (2): each beside a whole tile
     # of its rows, in that tile's K loop (gen.tma_family.edge_part).
     NARROW_EDGE: int = 0
+    # 1 (with SPLIT_K > 1): the plain family's K slices of a tile sum their partial products themselves, the last to
+    # finish adding the others' into C in slice order (gen.matmul_family.finish_split_tile), instead of a reduction
+    # kernel after the GEMM: one launch instead of two.
+    FUSED_REDUCE: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():  # runs for every config of the space: kept lean
@@ -182,6 +187,15 @@ class Config:
     def launch_options(self) -> dict[str, int | str]:
         """Triton's launch options besides num_warps and num_stages: the AMD knobs that are set, num_ctas if not 1."""
         return {**self.amd_knobs, **({"num_ctas": self.num_ctas} if self.num_ctas != 1 else {})}
+
+    def with_family(self, family: dict[str, int]) -> Config:
+        """This config with the kernel-family knobs in `family` set, as RangeSpace.families() gives them (their values
+        checked where the space was read), built without checking every field again: the pruner builds up to 49 such
+        variants of each tile config, and checking each one anew took most of a prune (128x256x65536 fp16: 14 of
+        20 s under cProfile)."""
+        variant = object.__new__(Config)
+        variant.__dict__.update(self.__dict__, **family)
+        return variant
 
     def without_amd_knobs(self) -> Config:
         return replace(self, **{name: None for name in AMD_KNOBS})

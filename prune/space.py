@@ -28,6 +28,7 @@ class RangeSpace:
     num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
     num_ctas: tuple[int, ...] = (1,)  # CTAs per program (thread-block cluster), in either kernel family
     static_shape: tuple[int, ...] = (0,)  # 1: sizes and strides as compile-time constants (plain family)
+    fused_reduce: tuple[int, ...] = (0,)  # 1: split-K partials summed inside the GEMM (plain family)
     # AMD-only knobs: (None,) means not set, as on NVIDIA
     waves_per_eu: tuple[int | None, ...] = (None,)
     matrix_instr_nonkdim: tuple[int | None, ...] = (None,)
@@ -58,7 +59,7 @@ class RangeSpace:
         return [Config(**dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
 
     def configs(self) -> list[Config]:
-        return [replace(tile, **family) for tile in self.tile_configs() for family in self.families()]
+        return [tile.with_family(family) for tile in self.tile_configs() for family in self.families()]
 
     def __len__(self) -> int:
         size = len(self.families())
@@ -80,14 +81,15 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
 # NARROW_EDGE joins it, both ways (1 and FUSED_EDGE); the rules keep it only where N leaves a last column of tiles
 # at least a quarter empty.
+# FUSED_REDUCE joins it; the rules keep it only for split-K configs.
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
-# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as does STATIC_SHAPE
-# until it is measured there (a space file can ask for it).
+                        fused_reduce=(0, 1), swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
+# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as do STATIC_SHAPE and
+# FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
 AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
                     warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,),
-                    narrow_edge=(0,), static_shape=(0,), schedule_hint=("none",))
+                    narrow_edge=(0,), static_shape=(0,), fused_reduce=(0,), schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -100,7 +102,7 @@ _SPACE_KEYS = {
     "waves_per_eu": "waves_per_eu", "matrix_instr_nonkdim": "matrix_instr_nonkdim", "kpack": "kpack",
     "PERSISTENT_TMA": "persistent_tma", "WARP_SPECIALIZE": "warp_specialize", "EPILOGUE_SUBTILE": "epilogue_subtile",
     "STREAM_K": "stream_k", "SWAP_AB": "swap_ab", "ALIGN_ROWS": "align_rows", "NARROW_EDGE": "narrow_edge",
-    "STATIC_SHAPE": "static_shape", "schedule_hint": "schedule_hint",
+    "STATIC_SHAPE": "static_shape", "FUSED_REDUCE": "fused_reduce", "schedule_hint": "schedule_hint",
 }
 _CONFIG_FIELD = {space_field: config_field for config_field, space_field in _SPACE_KEYS.items()}
 

@@ -4,7 +4,7 @@ PERSISTENT_TMA configs) run on any shape.
 Why not the generated modules the tuner writes: a generated module is written per problem size and holds
 one named kernel per config so that profilers can attribute time by kernel name. At run time one config
 serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile`, or
-`matmul_tile_static_shape` for STATIC_SHAPE configs, and its split-K `splitk_reduce_tile`, or
+`matmul_tile_static_shape` for STATIC_SHAPE configs, and its split-K `splitk_reduce_tile` unless FUSED_REDUCE, or
 `tma_persistent_tile`) are launched with the config's block sizes and knobs
 bound as compile-time constants, exactly what a generated per-config kernel binds. The families' launch
 functions do the rest (grid, EVEN_K, split-K partials and reduction, TMA descriptors), so the tuner and the
@@ -72,14 +72,16 @@ def launcher_for(config: Config) -> Launcher:
     tile = family.TileConfig(BLOCK_SIZE_M=config.BLOCK_SIZE_M, BLOCK_SIZE_N=config.BLOCK_SIZE_N,
                              BLOCK_SIZE_K=config.BLOCK_SIZE_K, GROUP_SIZE_M=config.GROUP_SIZE_M,
                              SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
-                             options=tuple(config.launch_options.items()))
+                             options=tuple(config.launch_options.items()),
+                             fused_reduce=bool(config.FUSED_REDUCE))
     if config.PERSISTENT_TMA:
         knobs = {knob: bool(getattr(config, knob)) for knob in KERNEL_KNOBS}
         kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
         return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, tma_variant(config)))
     tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
-    kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K})
+    kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K,
+                                  "FUSED_REDUCE": bool(config.FUSED_REDUCE)})
     reduce_kernel = None
-    if config.SPLIT_K > 1:
+    if config.SPLIT_K > 1 and not config.FUSED_REDUCE:
         reduce_kernel = _Bound(family.splitk_reduce_tile, {"SPLIT_K": config.SPLIT_K, "BLOCK": family.REDUCE_BLOCK.value})
     return Launcher(config, functools.partial(family.launch, kernel, reduce_kernel, tile))

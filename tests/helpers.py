@@ -28,6 +28,7 @@ num_warps: [1]
 num_stages: [1, 2]
 PERSISTENT_TMA: [0]
 STATIC_SHAPE: [0]
+FUSED_REDUCE: [0]
 """
 
 

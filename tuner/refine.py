@@ -1,11 +1,12 @@
 """`--search refine`: which configs each round of the refining search times. Pure functions: no GPU, no files.
 
 Most of a pruned space varies two knobs around one kernel shape (family, tile, K split, warps): the pipeline
-depth (num_stages) and the tile ordering (GROUP_SIZE_M). At 4096³ on Hopper the 2024 configs are 156 shapes
-of up to 25 such variants each. Those two knobs tune a shape; they rarely decide between shapes. So:
+depth (num_stages) and the tile ordering (GROUP_SIZE_M), and with a K split a third, who sums the partials
+(FUSED_REDUCE). At 4096³ on Hopper the 2024 configs are 156 shapes of up to 25 such variants each. Those knobs
+tune a shape; they rarely decide between shapes. So:
 
 - round 0 times one representative per shape: the variant nearest to `stages` stages and a GROUP_SIZE_M of
-  `group_m`;
+  `group_m`, its partials summed as fused_reduce_preferred says;
 - round 1 times every other variant of the best shapes: the `keep` best representatives, plus any within
   `margin` of the best one (near-ties are not cut on noise), at most `max_keep` shapes;
 - round 2 times the `final` fastest configs of rounds 0 and 1 again, side by side in one child, and its times
@@ -28,7 +29,13 @@ from dataclasses import dataclass, fields
 from prune.config import Config
 from tuner.halving import ranked
 
-TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M")  # what round 1 varies within a shape
+TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M", "FUSED_REDUCE")  # what round 1 varies within a shape
+# Split-K tiles up to this many elements are represented by their FUSED_REDUCE variant: their last K slice sums the
+# others' partials quickly, and the launch saves the reduction kernel (on the H100, 16x1024x8192 fp16: 15.0 against
+# 17.5 us with 16x64 tiles in 8 slices; 128x256x65536: 35.3 against 38.5 with 64x64 in 16). Past it one program
+# summing the slices of a large tile costs more than the reduction kernel (1024x1024x16384, 128x256 tiles in 4
+# slices: 81.1 against 66.9 us; BENCHMARKS.md, sixteenth run).
+FUSED_REDUCE_MAX_TILE = 64 * 128
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,11 @@ def _group_distance(group_m: int, preferred: int) -> tuple[float, int]:
     return abs(math.log2(group_m) - math.log2(preferred)), -group_m
 
 
+def fused_reduce_preferred(config: Config) -> int:
+    """The FUSED_REDUCE value of a shape's representative: fused for split-K tiles up to FUSED_REDUCE_MAX_TILE."""
+    return int(config.SPLIT_K > 1 and config.BLOCK_SIZE_M * config.BLOCK_SIZE_N <= FUSED_REDUCE_MAX_TILE)
+
+
 def shapes(configs: Sequence[Config]) -> dict[tuple, list[Config]]:
     """Configs grouped by shape, shapes in order of their first config in `configs`, configs in their order."""
     grouped: dict[tuple, list[Config]] = {}
@@ -71,7 +83,8 @@ def shapes(configs: Sequence[Config]) -> dict[tuple, list[Config]]:
 
 def representatives(configs: Sequence[Config], plan: RefinePlan) -> list[Config]:
     """Round 0: one config per shape (see the module docstring), in the order of `configs`' shapes."""
-    return [min(members, key=lambda c: (_stage_distance(c.num_stages, plan.stages),
+    return [min(members, key=lambda c: (c.FUSED_REDUCE != fused_reduce_preferred(c),
+                                        _stage_distance(c.num_stages, plan.stages),
                                         _group_distance(c.GROUP_SIZE_M, plan.group_m)))
             for members in shapes(configs).values()]
 

@@ -1,4 +1,5 @@
-"""gen/matmul_family.py run knobs: the bias epilogue (--bias_vector) and input initialisation (--init_type)."""
+"""gen/matmul_family.py run knobs: the bias epilogue (--bias_vector), input initialisation (--init_type), and the
+split-K partials summed in the GEMM (FUSED_REDUCE) with its reused arrival counters."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tuner.run_knobs import INIT_TYPES
 SPLIT_K_1 = Config(16, 16, 16, 1, 1, 1, 1)
 SPLIT_K_4 = Config(16, 16, 16, 1, 4, 1, 1)
 SPLIT_K_2 = Config(32, 16, 32, 2, 2, 1, 2)
+SPLIT_K_4_FUSED = replace(SPLIT_K_4, FUSED_REDUCE=1)
 
 
 def _module(tmp_path, p, configs):
@@ -24,7 +26,7 @@ def _module(tmp_path, p, configs):
     return load_module(str(path))
 
 
-@pytest.mark.parametrize("config", [SPLIT_K_1, SPLIT_K_4, SPLIT_K_2], ids=str)
+@pytest.mark.parametrize("config", [SPLIT_K_1, SPLIT_K_4, SPLIT_K_2, SPLIT_K_4_FUSED], ids=str)
 @pytest.mark.parametrize("col_a", [False, True])
 def test_bias_is_added_once_per_row_with_and_without_split_k(tmp_path, interpreter_env, config, col_a):
     p = replace(problem(33, 17, 64, col_a=col_a), bias=True)
@@ -49,10 +51,10 @@ def test_the_check_fails_a_kernel_that_drops_the_bias(tmp_path, interpreter_env)
 
 
 def test_bias_uses_the_shared_epilogue_helper():
-    source = render(replace(problem(16, 16, 16), bias=True), [SPLIT_K_1, SPLIT_K_2], "x.py")
+    source = render(replace(problem(16, 16, 16), bias=True), [SPLIT_K_1, SPLIT_K_2, SPLIT_K_4_FUSED], "x.py")
     assert "def add_row_bias(" in source and "bias=True" in source
-    # called from the tile kernel (SPLIT_K 1) and the split-K reduction, nowhere per config
-    assert source.count("= add_row_bias(acc,") == 2
+    # called from the tile kernel (SPLIT_K 1), the split-K reduction and the fused one, nowhere per config
+    assert source.count("= add_row_bias(") == 3
     assert "plus a bias per row of C" in source
 
 
@@ -83,3 +85,28 @@ def test_bias_vector_follows_init_type(interpreter_env, tmp_path):
     bias = module.make_operands(module.PROBLEM, "cpu", init_type="trig_float")[3]
     assert bias.shape == (16,) and bias.dtype == torch.float16
     torch.testing.assert_close(bias.double(), torch.arange(16, dtype=torch.float64).sin(), atol=1e-3, rtol=0)
+
+
+def test_arrival_counters_are_made_once_per_device_and_stream_and_grow_when_more_tiles_need_them(interpreter_env,
+                                                                                                  tmp_path):
+    module = _module(tmp_path, problem(33, 17, 64), [SPLIT_K_4_FUSED])
+    module._arrival_counters.clear()
+    first = module.arrival_counters("cpu", 6)
+    assert first.dtype == torch.int32 and first.numel() == 6 and not first.any()
+    assert module.arrival_counters("cpu", 4) is first  # reused: no allocation, no memset, per launch
+    grown = module.arrival_counters("cpu", 9)
+    assert grown.numel() == 9 and not grown.any() and module.arrival_counters("cpu", 9) is grown
+
+
+def test_a_fused_reduction_gives_the_reduction_kernels_bits(interpreter_env, tmp_path):
+    # both sum the same K slices' partials in slice order, so C does not depend on which slice arrives last
+    configs = [SPLIT_K_4, SPLIT_K_4_FUSED]
+    module = _module(tmp_path, problem(40, 24, 256, dtype_c="fp32"), configs)
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=9)
+    results = []
+    for config in configs:
+        c.fill_(float("nan"))
+        module.LAUNCHERS[str(config)](a, b, c)
+        results.append(c.clone())
+    assert module.relative_error(results[1], a, b) <= module.PROBLEM.tolerance
+    assert torch.equal(results[0], results[1])

@@ -111,6 +111,36 @@ def test_static_shape_configs_match_float64_at_an_odd_size(tmp_path, interpreter
         assert grid == (-(-33 // config.BLOCK_SIZE_M) * -(-17 // config.BLOCK_SIZE_N), config.SPLIT_K)  # as without
 
 
+# Split-K configs whose K slices sum their partials themselves: one kernel, no reduction kernel after it.
+FUSED_CONFIGS = [Config(16, 16, 16, 1, 4, 1, 2, FUSED_REDUCE=1), Config(32, 16, 32, 2, 2, 4, 2, FUSED_REDUCE=1),
+                 Config(16, 32, 16, 1, 2, 2, 1, STATIC_SHAPE=1, FUSED_REDUCE=1)]
+
+
+def test_a_fused_reduction_config_has_no_reduction_kernel_and_says_so_in_its_tile_config():
+    source = render(problem(64, 48, 96), [*FUSED_CONFIGS, CONFIGS[1]], "x.py")
+    tree = ast.parse(source)
+    jitted = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert [c for c in FUSED_CONFIGS if reduce_kernel_name(c) in jitted] == []
+    assert reduce_kernel_name(CONFIGS[1]) in jitted  # its twin without the knob keeps its reduction kernel
+    assert source.count("fused_reduce=True") == len(FUSED_CONFIGS)
+    assert source.count("FUSED_REDUCE=True") == len(FUSED_CONFIGS) and "FUSED_REDUCE=False" in source
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("col_a,col_b", [(False, False), (True, True)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_fused_reduction_configs_match_float64_in_one_launch(tmp_path, interpreter_env, monkeypatch, dtype, col_a,
+                                                            col_b, bias):
+    p = replace(problem(33, 17, 64, dtype, col_a, col_b), bias=bias)  # every tile partly past C's edges
+    module = load_module(write_module(p, FUSED_CONFIGS, tmp_path))
+    for config in FUSED_CONFIGS:
+        for seed in (5, 6):  # twice: the first launch leaves the arrival counters as it found them
+            error, _, grid = spied_check(monkeypatch, module, config, seed=seed)
+            assert error <= p.dtype_a.tolerance, (config, error)
+        assert grid == (-(-33 // config.BLOCK_SIZE_M) * -(-17 // config.BLOCK_SIZE_N), config.SPLIT_K)
+    assert all(not counters.any() for counters in module._arrival_counters.values())
+
+
 # num_ctas=2: Triton runs each program as a cluster of two CTAs that split its tile; the grid stays one program per
 # tile (and K slice). The interpreter ignores num_ctas, so these check what reaches the launch.
 CLUSTER_CONFIGS = [Config(32, 64, 32, 2, 1, 4, 2, num_ctas=2), Config(32, 64, 32, 1, 2, 4, 2, num_ctas=2)]

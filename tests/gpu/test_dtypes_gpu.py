@@ -27,6 +27,7 @@ CONFIGS = [
     Config(64, 64, 64, 8, 1, 4, 3),
     Config(128, 128, 128, 8, 1, 8, 3),
     Config(64, 32, 32, 1, 4, 4, 2),
+    Config(64, 32, 32, 1, 4, 4, 2, FUSED_REDUCE=1),  # the partials summed in the GEMM, scaled once
     Config(16, 64, 128, 1, 2, 4, 4),
 ]
 SIZES = [  # M, N, K, col_a, col_b

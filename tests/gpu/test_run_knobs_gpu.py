@@ -1,5 +1,6 @@
 """On a GPU (`pytest -m gpu`): the ROCm run knobs on compiled kernels and real timers — the bias epilogue
-compiled with and without split-K, the L2 flush kept out of the timings, GPU pinning, --no_warmup."""
+compiled with and without split-K (its partials summed by a reduction kernel or in the GEMM), the L2 flush kept
+out of the timings, GPU pinning, --no_warmup."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ BLOCK_SIZE_N: [64, 128]
 BLOCK_SIZE_K: [32, 64]
 GROUP_SIZE_M: [1, 8]
 SPLIT_K: [1, 4]
+FUSED_REDUCE: [0, 1]
 num_warps: [4]
 num_stages: [3]
 """
@@ -39,7 +41,8 @@ def space(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("config", [Config(64, 64, 32, 1, 1, 4, 3), Config(64, 64, 32, 1, 4, 4, 3)], ids=str)
+@pytest.mark.parametrize("config", [Config(64, 64, 32, 1, 1, 4, 3), Config(64, 64, 32, 1, 4, 4, 3),
+                                    Config(64, 64, 32, 1, 4, 4, 3, FUSED_REDUCE=1)], ids=str)
 def test_compiled_bias_epilogue_matches_float64(tmp_path, config):
     p = replace(problem(1000, 520, 2048), bias=True)
     path = write_module(p, [config], tmp_path)

@@ -36,7 +36,7 @@ ENTRIES = """\
 - {{M: 16, N: 4096, K: 4096, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 128, SPLIT_K: 4, num_warps: 4, num_stages: 4, gpu: {gpu}}}
 - {{M: 1000, N: 1000, K: 1000, rowMajorA: N, dtype_a: bf16, dtype_b: bf16, dtype_c: bf16, BLOCK_SIZE_M: 128, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 8, num_warps: 4, num_stages: 4, gpu: {gpu}}}
 - {{M: 300, N: 700, K: 900, rowMajorB: N, dtype_a: fp32, dtype_b: fp32, dtype_c: fp32, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 8, num_warps: 4, num_stages: 3, gpu: {gpu}}}
-- {{M: 256, N: 256, K: 256, rowMajorA: N, rowMajorB: N, dtype_c: fp32, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 64, SPLIT_K: 2, num_warps: 4, num_stages: 3, gpu: {gpu}}}
+- {{M: 256, N: 256, K: 256, rowMajorA: N, rowMajorB: N, dtype_c: fp32, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 64, SPLIT_K: 2, num_warps: 4, num_stages: 3, FUSED_REDUCE: 1, gpu: {gpu}}}
 - {{M: 2048, N: 2048, K: 2048, dtype_a: fp32, dtype_b: fp32, dtype_c: fp32, BLOCK_SIZE_M: 128, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 5, gpu: {gpu}}}
 - {{M: 512, N: 512, K: 512, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, num_warps: 1, num_stages: 1, gpu: Some Other GPU}}
 - {{M: 16, N: 16, K: 16, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, num_warps: 2, num_stages: 2, STATIC_SHAPE: 1, gpu: {gpu}}}

@@ -3,7 +3,8 @@
 - configs timed in one CUPTI session (batches) get the times they get in a session each;
 - a second size sharing the first one's binaries finds them in Triton's cache (gen.loader);
 - halving and refine pick the exhaustive winner, or one within a few percent of it, on a real space;
-- the timing child finds every kernel the compile workers built (one cache entry per kernel).
+- the timing child finds every kernel the compile workers built (one cache entry per kernel), split-K reduction
+  kernels and fused reductions too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pytest
 import torch
 
 from helpers import problem
+
+from gen.naming import REDUCE_SUFFIX
 from profiling import choose_profiler
 from prune.config import Config
 from prune.device import detect_device
@@ -88,12 +91,17 @@ def test_a_faster_search_lands_on_the_exhaustive_winner_or_close(tmp_path, size,
 
 MIXED = RangeSpace(block_m=(64, 128), block_n=(128,), block_k=(64,), group_m=(8,), split_k=(1,), num_warps=(4, 8),
                    num_stages=(3,), persistent_tma=(0, 1))  # plain and TMA kernels in one module
+# split-K kernels, their partials summed by reduction kernels or in the GEMM (FUSED_REDUCE)
+SPLIT = RangeSpace(block_m=(64,), block_n=(32, 64), block_k=(128,), group_m=(1,), split_k=(1, 8), num_warps=(4,),
+                   num_stages=(3,), fused_reduce=(0, 1))
 
 
-def test_the_timing_child_builds_no_kernel_the_compile_workers_built(tmp_path, monkeypatch):
+@pytest.mark.parametrize("size, space", [((4096, 4096, 4096), MIXED), ((128, 256, 8192), SPLIT)],
+                         ids=["plain-and-tma", "split-k"])
+def test_the_timing_child_builds_no_kernel_the_compile_workers_built(tmp_path, monkeypatch, size, space):
     cache = tmp_path / "triton_cache"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
-    outcome, _ = _tune(tmp_path, (4096, 4096, 4096), space=MIXED)
+    outcome, _ = _tune(tmp_path, size, space=space)
     entries: dict[str, int] = {}
     for metadata in cache.glob("*/*.json"):
         if not metadata.name.startswith("__grp__"):
@@ -102,4 +110,5 @@ def test_the_timing_child_builds_no_kernel_the_compile_workers_built(tmp_path, m
     kernels = {name: count for name, count in entries.items() if name.startswith("matmul_kernel_")}
     print(f"{len(outcome.compiled.compiled)} configs compiled; cache entries per kernel: {kernels}")
     # gen.loader settles Triton 3.6's order-dependent keys: a second entry would be the child building it again
-    assert len(kernels) == len(outcome.compiled.compiled) and set(kernels.values()) == {1}
+    gemms = [name for name in kernels if not name.endswith(REDUCE_SUFFIX)]  # a split-K config's reduction apart
+    assert len(gemms) == len(outcome.compiled.compiled) and set(kernels.values()) == {1}

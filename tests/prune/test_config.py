@@ -15,7 +15,7 @@ from prune.config import (AMD_KNOBS, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, C
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
           "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE", "SWAP_AB",
-          "ALIGN_ROWS", "NARROW_EDGE")
+          "ALIGN_ROWS", "NARROW_EDGE", "FUSED_REDUCE")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
@@ -138,6 +138,24 @@ def test_static_shape_prints_as_ss_only_when_on_and_reads_back():
     assert static.launch_options == {}  # a kernel signature, not a launch option
     with pytest.raises(ValueError, match="STATIC_SHAPE must be 0"):
         Config(16, 16, 16, STATIC_SHAPE=2)
+
+
+def test_fused_reduce_prints_as_fr_after_static_shape_and_reads_back():
+    fused = Config(16, 64, 256, 1, 4, 2, 4, STATIC_SHAPE=1, FUSED_REDUCE=1)
+    assert str(fused) == "BM16_BN64_BK256_GM1_SK4_nW2_nS4_SS1_FR1"
+    assert Config.parse(str(fused)) == fused and Config.from_mapping(fused.as_dict()) == fused
+    assert "FUSED_REDUCE" not in replace(fused, FUSED_REDUCE=0).as_dict()
+    with pytest.raises(ValueError, match="FUSED_REDUCE must be 0"):
+        Config(16, 16, 16, FUSED_REDUCE=2)
+
+
+def test_a_family_variant_equals_the_same_config_built_and_checked_in_full():
+    tile = Config(128, 256, 64, 8, 1, 8, 3, STATIC_SHAPE=0)
+    family = {"PERSISTENT_TMA": 1, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 1, "STREAM_K": 0, "SWAP_AB": 0,
+              "ALIGN_ROWS": 1, "NARROW_EDGE": 2}
+    variant = tile.with_family(family)
+    assert variant == replace(tile, **family) and hash(variant) == hash(replace(tile, **family))
+    assert str(variant) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_ES1_AR1_NE2" and tile.PERSISTENT_TMA == 0
 
 
 @pytest.mark.parametrize("bad", [3, 6, 16, 0])

@@ -118,8 +118,8 @@ def test_for_vendor_drops_amd_knobs_and_runs_stage_zero_as_two(vendor):
 
 
 def test_amd_space_carries_the_hint_none_and_nvidia_none():
-    assert {c.schedule_hint for c in AMD_SPACE.configs()[:50]} == {"none"}
-    assert {c.schedule_hint for c in FULL_SPACE.configs()[:50]} == {None}
+    assert {c.schedule_hint for c in AMD_SPACE.tile_configs()[:50]} == {"none"}
+    assert {c.schedule_hint for c in FULL_SPACE.tile_configs()[:50]} == {None}
 
 
 def test_space_file_takes_hints_and_refuses_stage_zero():

@@ -125,6 +125,10 @@ CASES = [
     ("static_shape", SKINNY, replace(C(16, 64, 256, sk=4), STATIC_SHAPE=1), IP, False),  # 256 programs > 132 SMs
     ("static_shape", BIG, replace(C(128, 128, 64), STATIC_SHAPE=1), IP, False),
     ("static_shape", BIG, C(128, 128, 64), IP, True),
+    # fused_reduce: only a split K has partials to sum
+    ("fused_reduce", SKINNY, replace(C(16, 64, 256, sk=4), FUSED_REDUCE=1), IP, True),
+    ("fused_reduce", SKINNY, replace(C(16, 64, 256), FUSED_REDUCE=1), IP, False),
+    ("fused_reduce", SKINNY, C(16, 64, 256), IP, True),
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1, PERSISTENT_TMA=1), IP, False),
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1), IP, True),
     ("static_shape_plain", MID, replace(C(64, 128, 128), PERSISTENT_TMA=1), IP, True),
@@ -151,8 +155,8 @@ def test_every_rule_has_a_biting_and_a_sparing_case(rule):
 def test_rules_by_name_matches_rules():
     assert list(RULES_BY_NAME) == [r.name for r in RULES + FAMILY_RULES]
     assert [r.name for r in RULES] == [
-        "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers", "block_size",
-        "large_gemm", "num_stages", "clusters", "static_shape",
+        "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers",
+        "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
     ]
     assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "epilogue_subtile", "tma_shared_memory",
                                              "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
@@ -526,8 +530,9 @@ def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
     # 49 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each
-    # with NARROW_EDGE 0, 1 and FUSED_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 49
+    # with NARROW_EDGE 0, 1 and FUSED_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE and
+    # FUSED_REDUCE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 2 * 49
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -558,17 +563,21 @@ def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
 
 
 def test_prune_known_counts_on_interpreter(full_results):
-    # README: "4096^3 fp16 on H100: 2024 (872 plain, 1152 TMA); 16x4096x4096: 3642, 214 of them STATIC_SHAPE"
+    # README: "4096^3 fp16 on H100: 2024 (872 plain, 1152 TMA); 16x4096x4096: 6475, 428 of them STATIC_SHAPE and
+    # 2833 FUSED_REDUCE"
     big = full_results[(BIG, IP.name)]
     assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 872
     assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1152
     assert not any(c.STATIC_SHAPE for c in big.configs)  # 4096^3 is not launch-bound
     skinny = full_results[(SKINNY, IP.name)].configs
-    assert len(skinny) == 3642  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
-    assert len([c for c in skinny if c.STATIC_SHAPE]) == 214
+    assert len(skinny) == 6475  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
+    assert len([c for c in skinny if c.STATIC_SHAPE]) == 428
+    # each split-K config twice, its partials summed by a reduction kernel or in the GEMM
+    assert len([c for c in skinny if c.FUSED_REDUCE]) == len([c for c in skinny if c.SPLIT_K > 1]) // 2 == 2833
     # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 49 family variants, with and
-    # without STATIC_SHAPE
-    assert big.removed_by_rule["split_k"] == 49 * 2 * 48_000
+    # without STATIC_SHAPE and FUSED_REDUCE
+    assert big.removed_by_rule["split_k"] == 49 * 2 * 2 * 48_000
+    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 2  # FUSED_REDUCE with SPLIT_K 1
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096

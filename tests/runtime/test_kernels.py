@@ -1,6 +1,7 @@
 """runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
 them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
-constant-shape kernel, right on every shape; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
+constant-shape kernel, right on every shape; a FUSED_REDUCE config sums its split-K partials in its one kernel
+launch; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
 copies operands whose rows start off 128-byte lines; a NARROW_EDGE config computes the columns past its whole tiles
 in narrow tiles, on whatever N it meets."""
 
@@ -74,7 +75,21 @@ def test_a_static_shape_config_launches_the_constant_shape_kernel_right_on_each_
     c = torch.full((33, 17), float("nan"), dtype=torch.float16)
     kernels.launcher_for(config)(a, b, c)  # the same launcher on another shape: Triton compiles another binary
     assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
-    assert [args[6:9] for args, _ in spy.launches] == [(M, N, K), (33, 17, 64)]  # the sizes, as constants
+    assert [args[8:11] for args, _ in spy.launches] == [(M, N, K), (33, 17, 64)]  # the sizes, as constants
+
+
+def test_a_fused_reduction_config_sums_its_partials_in_its_one_launch_on_each_shape(spy_on):
+    tile, reduction = spy_on(matmul_family, "matmul_tile"), spy_on(matmul_family, "splitk_reduce_tile")
+    config = Config(32, 64, 32, 1, 2, 4, 1, FUSED_REDUCE=1)
+    assert _error(config) <= DTYPES["fp16"].tolerance
+    generator = torch.Generator().manual_seed(3)
+    a, b = torch.randn(100, 64, generator=generator).half(), torch.randn(64, 200, generator=generator).half()
+    c = torch.full((100, 200), float("nan"), dtype=torch.float16)
+    kernels.launcher_for(config)(a, b, c)  # more tiles than the first shape: more arrival counters
+    assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
+    assert tile.grids == [(3 * 3, 2), (4 * 4, 2)] and reduction.launches == []
+    assert all(kwargs["FUSED_REDUCE"] is True for _, kwargs in tile.launches)
+    assert tile.named(1)["c_ptr"] is c and tile.named(1)["arrivals_ptr"].numel() >= 4 * 4  # C itself, one launch
 
 
 def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):

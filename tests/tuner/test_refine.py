@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 import pytest
 
 from prune.config import Config
-from tuner.refine import (RefinePlan, finalists, refine_times, refined, representatives, shape_of, shapes,
-                          times_whole_space)
+from tuner.refine import (FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined, representatives,
+                          shape_of, shapes, times_whole_space)
 
 PLAN = RefinePlan(stages=4, group_m=8, keep=2, margin=0.03, max_keep=3, final=3)
 
@@ -26,6 +27,19 @@ def test_configs_differing_only_in_stages_and_group_share_a_shape():
     for other in (Config(64, 128, 32), Config(64, 64, 32, num_warps=8), Config(64, 64, 32, SPLIT_K=2),
                   Config(64, 64, 32, PERSISTENT_TMA=1)):
         assert shape_of(other) != shape_of(Config(64, 64, 32))
+
+
+def test_who_sums_the_partials_is_a_variant_of_a_split_k_shape():
+    assert shape_of(Config(64, 64, 32, SPLIT_K=4)) == shape_of(Config(64, 64, 32, SPLIT_K=4, FUSED_REDUCE=1))
+
+
+@pytest.mark.parametrize(("block_m", "block_n", "expected"), [(16, 64, 1), (64, 128, 1), (128, 128, 0), (128, 256, 0)])
+def test_a_split_k_shape_is_represented_by_its_fused_reduction_for_small_tiles_only(block_m, block_n, expected):
+    configs = [replace(config, SPLIT_K=4, FUSED_REDUCE=fused) for config in _variants(block_m, block_n)
+               for fused in (0, 1)]
+    [rep] = representatives(configs, PLAN)
+    assert rep.FUSED_REDUCE == expected and (block_m * block_n <= FUSED_REDUCE_MAX_TILE) == bool(expected)
+    assert (rep.num_stages, rep.GROUP_SIZE_M) == (4, 8)
 
 
 def test_a_representative_takes_the_preferred_stages_and_group_when_they_exist():
