@@ -55,6 +55,11 @@ class TileConfig:
     fused_reduce: bool = False  # SPLIT_K > 1: the partials are summed inside the GEMM (finish_split_tile)
 
     @property
+    def reduction_kernel(self) -> bool:
+        """Whether a reduction kernel after the GEMM sums the split-K partials (a split without fused_reduce)."""
+        return self.SPLIT_K > 1 and not self.fused_reduce
+
+    @property
     def num_ctas(self) -> int:
         """CTAs per program, a thread-block cluster (the num_ctas launch option, NVIDIA compute capability 9+)."""
         return dict(self.options).get("num_ctas", 1)
@@ -254,7 +259,7 @@ def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
     K slice, and the tiles' arrival counters."""
     if config.SPLIT_K == 1:
         return c, None, None
-    if not config.fused_reduce:
+    if config.reduction_kernel:
         return torch.empty((config.SPLIT_K, M, N), dtype=partial_dtype(c.dtype), device=c.device), None, None
     tiles = _grid(config, M, N)[0]
     partials = torch.empty(tiles * config.SPLIT_K * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N,
@@ -297,9 +302,8 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
         return {}
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
-    separate_reduction = config.SPLIT_K > 1 and not config.fused_reduce
-    out_dtype = partial_dtype(problem.dtype_c) if separate_reduction else problem.dtype_c
-    out_strides = (N, 1, M * N) if separate_reduction else (N, 1, 0)
+    out_dtype = partial_dtype(problem.dtype_c) if config.reduction_kernel else problem.dtype_c
+    out_strides = (N, 1, M * N) if config.reduction_kernel else (N, 1, 0)
     fused = (mock(partial_dtype(problem.dtype_c)), mock(torch.int32)) if config.fused_reduce else (None, None)
     bias, bias_stride = (mock(problem.dtype_c), 1) if problem.bias else (None, 0)  # as launch() passes them
     scaled, scales = mock_scales(problem)
@@ -309,7 +313,7 @@ def compile_config(kernel, reduce_kernel, config: TileConfig, problem: Problem) 
         EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=_grid(config, M, N), **dict(config.options),
     ))
-    if separate_reduction:
+    if config.reduction_kernel:
         reduce_kernel.warmup(mock(out_dtype), mock(problem.dtype_c), bias, *scales, M, N, M * N, N, 1, N, 1,
                              bias_stride, HAS_BIAS=problem.bias, HAS_SCALES=scaled, grid=(1, 1))._init_handles()
     return resources

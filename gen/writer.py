@@ -150,11 +150,6 @@ def _inlined(family_source: str) -> str:
     return "\n" + family_source[:start] + family_source[end:]
 
 
-def _separate_reduction(config: Config) -> bool:
-    """Whether a config's split-K partials are summed by a reduction kernel after the GEMM (not FUSED_REDUCE)."""
-    return config.SPLIT_K > 1 and not config.FUSED_REDUCE
-
-
 def _torch_name(problem_dtype) -> str:
     return str(problem_dtype.torch_dtype).removeprefix("torch.")
 
@@ -184,7 +179,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
         names = dict(
             config_name=str(config), kernel=kernel_name(config), launcher=launcher_name(config),
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
-            reduce_ref=reduce_kernel_name(config) if _separate_reduction(config) else "None",
+            reduce_ref=reduce_kernel_name(config) if config.reduction_kernel else "None",
             **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in (*HOPPER_KNOBS, "FUSED_REDUCE")}},
             fused_reduce=",\n                                 fused_reduce=True" if config.FUSED_REDUCE else "",
             FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE,
@@ -194,7 +189,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             parts += [_TMA_KERNEL.substitute(names), _TMA_LAUNCHER.substitute(names)]
             continue
         parts.append(_KERNEL.substitute(names))
-        if _separate_reduction(config):
+        if config.reduction_kernel:
             parts.append(_REDUCE_KERNEL.substitute(names))
         parts.append(_LAUNCHER.substitute(names))
     parts.append(_FOOTER.substitute(

@@ -188,6 +188,11 @@ class Config:
         """Triton's launch options besides num_warps and num_stages: the AMD knobs that are set, num_ctas if not 1."""
         return {**self.amd_knobs, **({"num_ctas": self.num_ctas} if self.num_ctas != 1 else {})}
 
+    @property
+    def reduction_kernel(self) -> bool:
+        """Whether a reduction kernel after the GEMM sums the split-K partials (a split without FUSED_REDUCE)."""
+        return self.SPLIT_K > 1 and not self.FUSED_REDUCE
+
     def with_family(self, family: dict[str, int]) -> Config:
         """This config with the kernel-family knobs in `family` set, as RangeSpace.families() gives them (their values
         checked where the space was read), built without checking every field again: the pruner builds up to 49 such

@@ -82,6 +82,6 @@ def launcher_for(config: Config) -> Launcher:
     kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K,
                                   "FUSED_REDUCE": bool(config.FUSED_REDUCE)})
     reduce_kernel = None
-    if config.SPLIT_K > 1 and not config.FUSED_REDUCE:
+    if config.reduction_kernel:
         reduce_kernel = _Bound(family.splitk_reduce_tile, {"SPLIT_K": config.SPLIT_K, "BLOCK": family.REDUCE_BLOCK.value})
     return Launcher(config, functools.partial(family.launch, kernel, reduce_kernel, tile))

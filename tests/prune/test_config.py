@@ -147,6 +147,8 @@ def test_fused_reduce_prints_as_fr_after_static_shape_and_reads_back():
     assert "FUSED_REDUCE" not in replace(fused, FUSED_REDUCE=0).as_dict()
     with pytest.raises(ValueError, match="FUSED_REDUCE must be 0"):
         Config(16, 16, 16, FUSED_REDUCE=2)
+    assert replace(fused, FUSED_REDUCE=0).reduction_kernel and not fused.reduction_kernel
+    assert not Config(16, 64, 256).reduction_kernel  # no split, nothing to reduce
 
 
 def test_a_family_variant_equals_the_same_config_built_and_checked_in_full():
