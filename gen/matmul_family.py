@@ -170,17 +170,35 @@ def finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, s
     slot_size = acc.shape[0] * acc.shape[1]
     slots = (partials_ptr + tile.to(tl.int64) * SPLIT_K * slot_size + tl.arange(0, acc.shape[0])[:, None] * acc.shape[1]
              + tl.arange(0, acc.shape[1])[None, :])
-    tl.store(slots + pid_k * slot_size, acc)
-    tl.debug_barrier()  # every thread's part of the slot is written before the count releases it
-    if tl.atomic_add(arrivals_ptr + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1:
-        total = tl.load(slots, cache_modifier=".cg")
-        for s in tl.static_range(1, SPLIT_K):
-            total += tl.load(slots + s * slot_size, cache_modifier=".cg")
-        tl.store(arrivals_ptr + tile, 0)
+    if arrives_last(acc, slots, pid_k, arrivals_ptr + tile, SPLIT_K):
+        total = summed_slices(slots, arrivals_ptr + tile, acc.shape[0], acc.shape[1], SPLIT_K)
         total = apply_scales(total, scale_a_ptr, scale_b_ptr, HAS_SCALES)
         total = add_row_bias(total, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
         tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, total.to(c_ptr.dtype.element_ty),
                  mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def arrives_last(acc, slots, k_slice, counter, SPLIT_K: tl.constexpr):
+    """Store K slice k_slice's partial tile `acc` into its slot (`slots` points at the tile's first slot, element for
+    element; its SPLIT_K slots are consecutive, each a whole tile, row-major), then count the slice in on its tile's
+    `counter`: whether it is the last of the SPLIT_K to arrive (summed_slices is then its to do)."""
+    tl.store(slots + k_slice * acc.shape[0] * acc.shape[1], acc)
+    tl.debug_barrier()  # every thread's part of the slot is written before the count releases it
+    return tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1
+
+
+@triton.jit
+def summed_slices(slots, counter, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, SPLIT_K: tl.constexpr):
+    """The last slice to arrive: every slot summed in slice order, so that the sum does not depend on which slice that
+    is; the counter set back to zero for the next launch (arrival_counters)."""
+    total = tl.load(slots, cache_modifier=".cg")
+    # unrolled, so that the loads are in flight together: one slot at a time (a loop) saves registers but took
+    # 60.5-60.7 against 59.7-59.9 us at 128x4096x14336 in the TMA family with 4 slices (BENCHMARKS.md, seventeenth run)
+    for s in tl.static_range(1, SPLIT_K):
+        total += tl.load(slots + s * BLOCK_SIZE_M * BLOCK_SIZE_N, cache_modifier=".cg")
+    tl.store(counter, 0)
+    return total
 
 
 @triton.jit

@@ -17,8 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, ceil_div, dot_accumulate,
-                               grouped_tile, loaded_resources, mock_scales)
+from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters, arrives_last,
+                               ceil_div, dot_accumulate, grouped_tile, loaded_resources, mock_scales, summed_slices)
 
 # family-imports-end
 
@@ -124,7 +124,7 @@ def tma_persistent_tile(
     C_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
     EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
-    EDGE_STAGES2: tl.constexpr = None,
+    EDGE_STAGES2: tl.constexpr = None, SPLIT_K: tl.constexpr = 1,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -136,6 +136,10 @@ def tma_persistent_tile(
 
     STREAM_K: the tiles that would leave a last wave partly idle are shared out by K iterations instead
     (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise.
+
+    SPLIT_K > 1: every tile's K loop is cut into SPLIT_K slices, each a unit of work of its own, and the slices sum
+    their partial tiles themselves (split_k_part); `workspace` and `arrivals` are their scratch (split_k_scratch).
+    Not with STREAM_K or EDGE_N.
 
     EDGE_N: the columns past the last whole BLOCK_SIZE_N tile are computed in tiles EDGE_N wide (edge_part),
     through `b_edge` and `c_edge`, B's and C's descriptors for such tiles (C itself when not C_TMA), their K loop
@@ -165,19 +169,25 @@ def tma_persistent_tile(
     whole_tiles = num_pid_m * num_pid_n
     if STREAM_K:
         whole_tiles -= stream_k_tiles_of(whole_tiles, programs)
-    # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
-    # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
-    tile_id_c = start - programs
-    for tile_id in tl.range(start, whole_tiles, programs, flatten=not WARP_SPECIALIZE,
-                            warp_specialize=WARP_SPECIALIZE):
-        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
-        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
-        acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, 0, k_tiles,
-                              BLOCK_SIZE_K, A_COL, B_COL)
-        tile_id_c += programs
-        tile_epilogue(c, acc, tile_id_c, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
-                      stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA, EPILOGUE_SUBTILE,
-                      HAS_BIAS, HAS_SCALES)
+    if SPLIT_K > 1:
+        split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
+                     stride_cn, stride_bias, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N,
+                     BLOCK_SIZE_K, GROUP_SIZE_M, SPLIT_K, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
+                     HAS_SCALES)
+    else:
+        # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
+        # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
+        tile_id_c = start - programs
+        for tile_id in tl.range(start, whole_tiles, programs, flatten=not WARP_SPECIALIZE,
+                                warp_specialize=WARP_SPECIALIZE):
+            pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+            acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
+            acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, 0, k_tiles,
+                                  BLOCK_SIZE_K, A_COL, B_COL)
+            tile_id_c += programs
+            tile_epilogue(c, acc, tile_id_c, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
+                          stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA,
+                          EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
     if STREAM_K:
         stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
                       stride_cn, stride_bias, whole_tiles, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M,
@@ -285,6 +295,46 @@ def stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspa
             tile_epilogue(c, acc, first_tile + tile, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
                           stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA,
                           EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+
+
+@triton.jit
+def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials, arrivals, M, N, stride_cm,
+                 stride_cn, stride_bias, num_pid_m, num_pid_n, k_tiles, acc_dtype: tl.constexpr,
+                 BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                 GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
+                 C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                 HAS_SCALES: tl.constexpr):
+    """Every tile's K loop in SPLIT_K slices of consecutive K tiles, each slice a unit of work that the persistent
+    programs walk as they walk tiles: where the tiles alone leave SMs idle (128x4096 in 32 tiles of 128x128 on 132
+    SMs), the slices fill them.
+
+    Units run tile by tile (a tile's slices, then the next tile's), so a tile's slices run side by side on
+    neighbouring programs, finish together, and the last of them reads the others' partials while they are fresh
+    in L2: on the H100 (fp16, 128x128 tiles in 4 slices) 128x4096x14336 took 59.7-59.9 us so, against 61.1-61.2
+    with all tiles' first slices first (BENCHMARKS.md, seventeenth run). Each slice stores its partial tile in its own
+    slot (the tile's SPLIT_K slots are consecutive), then counts itself in on the tile's counter in `arrivals`; the
+    last to arrive sums the slots in slice order, so C does not depend on which slice that is, finishes the tile
+    (scales, bias, store) and sets the counter back to zero for the next launch (arrival_counters). Nobody waits
+    for anybody, so this holds in any order the programs run (the interpreter runs them one after another)."""
+    start = tl.program_id(axis=0)
+    programs = tl.num_programs(axis=0)
+    tiles = num_pid_m * num_pid_n
+    k_share = tl.cdiv(k_tiles, SPLIT_K)
+    slot_size = BLOCK_SIZE_M * BLOCK_SIZE_N
+    in_slot = tl.arange(0, BLOCK_SIZE_M)[:, None] * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)[None, :]
+    for unit in tl.range(start, tiles * SPLIT_K, programs):
+        tile_id = unit // SPLIT_K
+        k_slice = unit - tile_id * SPLIT_K
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        k_first = k_slice * k_share
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
+        acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, k_first,
+                              min(k_first + k_share, k_tiles), BLOCK_SIZE_K, A_COL, B_COL)
+        slots = partials + tile_id.to(tl.int64) * SPLIT_K * slot_size + in_slot
+        if arrives_last(acc, slots, k_slice, arrivals + tile_id, SPLIT_K):
+            total = summed_slices(slots, arrivals + tile_id, BLOCK_SIZE_M, BLOCK_SIZE_N, SPLIT_K)
+            epilogue_at(c, total, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, bias_ptr, scale_a_ptr, scale_b_ptr, M,
+                        N, stride_cm, stride_cn, stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
 
 
 @functools.lru_cache
@@ -475,23 +525,38 @@ def _edge_width(columns: int) -> int:
     return max(NARROWEST_EDGE, triton.next_power_of_2(columns))
 
 
+def _accumulator_dtype(a):
+    return torch.int32 if a.dtype == torch.int8 else torch.float32
+
+
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
     """(workspace, arrivals) of a stream-K launch (tma_persistent_tile): two partial-tile slots per program, in the
     accumulator's type, and a zeroed arrival counter per tile the stream-K part may share out (fewer than two
     waves of them)."""
-    accumulator = torch.int32 if a.dtype == torch.int8 else torch.float32
-    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N), dtype=accumulator,
+    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N), dtype=_accumulator_dtype(a),
                             device=device)
     return workspace, torch.zeros(2 * programs, dtype=torch.int32, device=device)
+
+
+def split_k_scratch(config: TileConfig, tiles: int, a, device) -> tuple:
+    """(workspace, arrivals) of a split-K launch (split_k_part): SPLIT_K partial-tile slots per tile, in the
+    accumulator's type, and the tiles' arrival counters, which every launch leaves zero (arrival_counters)."""
+    workspace = torch.empty(tiles * config.SPLIT_K * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N,
+                            dtype=_accumulator_dtype(a), device=device)
+    return workspace, arrival_counters(device, tiles)
 
 
 def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
     return [config.BLOCK_SIZE_M, config.BLOCK_SIZE_N // 2 if epilogue_subtile else config.BLOCK_SIZE_N]
 
 
+def _tiles(config: TileConfig, M: int, N: int) -> int:
+    return ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)
+
+
 def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
-    tiles = ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)
-    return (persistent_programs(device, tiles, config.num_ctas),)
+    """The persistent grid: one program per SM, never more than the units of work (tiles, times their K slices)."""
+    return (persistent_programs(device, _tiles(config, M, N) * config.SPLIT_K, config.num_ctas),)
 
 
 @dataclass(frozen=True)
@@ -587,16 +652,23 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     pointer stores. A padded copy of C would cost a copy back out after the kernel (and one in before it,
     to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097.
 
-    variant.swap_ab: the kernel computes C^T = B^T A^T on the transposed views, so C^T is written in place too."""
+    variant.swap_ab: the kernel computes C^T = B^T A^T on the transposed views, so C^T is written in place too.
+    config.SPLIT_K > 1 (with fused_reduce): each tile's K loop runs in that many slices (split_k_part)."""
     if variant.swap_ab:
         if bias is not None:
             raise ValueError("SWAP_AB computes C^T, whose columns a bias on the rows of C would fall on: no bias")
         a, b, c = b.t(), a.t(), c.t()
+    if config.SPLIT_K > 1 and (config.reduction_kernel or variant.stream_k or variant.narrow_edge):
+        raise ValueError("the TMA family splits K with FUSED_REDUCE (the slices sum their partials themselves), "
+                         "without STREAM_K and NARROW_EDGE")
     M, K = a.shape
     N = b.shape[1]
     args = tma_arguments(config, variant, a, b, c)
     grid = _programs(config, M, N, c.device)
-    workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
+    if config.SPLIT_K > 1:
+        workspace, arrivals = split_k_scratch(config, _tiles(config, M, N), a, c.device)
+    else:
+        workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
         args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, *args.edges.kernel_arguments(),
         M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
@@ -652,7 +724,7 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
     scratch = (mock(torch.int32 if problem.dtype_a == torch.int8 else torch.float32), mock(torch.int32)) if (
-        variant.stream_k) else (None, None)
+        variant.stream_k or config.SPLIT_K > 1) else (None, None)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
     edges = EdgeOperands(widths, tuple(_mock_descriptor(problem.dtype_b, N, K, [width, bk]) if problem.col_b else
                                        _mock_descriptor(problem.dtype_b, K, N, [bk, width]) for width in widths),

@@ -100,14 +100,15 @@ def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, ar
                         GROUP_SIZE_M=$GROUP_SIZE_M, A_COL=A_COL, B_COL=B_COL, C_TMA=C_TMA,
                         WARP_SPECIALIZE=$WARP_SPECIALIZE, EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE, STREAM_K=$STREAM_K,
                         HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES, AFTER_COPIES=AFTER_COPIES, EDGE_N=EDGE_N,
-                        EDGE_STAGES=EDGE_STAGES, EDGE_FUSED=EDGE_FUSED, EDGE_N2=EDGE_N2, EDGE_STAGES2=EDGE_STAGES2)
+                        EDGE_STAGES=EDGE_STAGES, EDGE_FUSED=EDGE_FUSED, EDGE_N2=EDGE_N2, EDGE_STAGES2=EDGE_STAGES2,
+                        SPLIT_K=$SPLIT_K)
 ''')
 
 _TMA_LAUNCHER = Template('''
 
 CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
-                                 GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=1, num_warps=$num_warps,
-                                 num_stages=$num_stages$options)
+                                 GROUP_SIZE_M=$GROUP_SIZE_M, SPLIT_K=$SPLIT_K, num_warps=$num_warps,
+                                 num_stages=$num_stages$options$fused_reduce)
 VARIANT_$config_name = TmaVariant(epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K,
                                    swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS, narrow_edge=$NARROW_EDGE,
                                    fused_edge=$FUSED_EDGE)

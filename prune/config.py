@@ -153,9 +153,9 @@ class Config:
     # rest), after the whole tiles (gen.tma_family.edge_columns, edge_part); FUSED_EDGE (2): each beside a whole tile
     # of its rows, in that tile's K loop (gen.tma_family.edge_part).
     NARROW_EDGE: int = 0
-    # 1 (with SPLIT_K > 1): the plain family's K slices of a tile sum their partial products themselves, the last to
-    # finish adding the others' into C in slice order (gen.matmul_family.finish_split_tile), instead of a reduction
-    # kernel after the GEMM: one launch instead of two.
+    # 1 (with SPLIT_K > 1): a tile's K slices sum their partial products themselves, the last to finish adding the
+    # others' into C in slice order (gen.matmul_family.finish_split_tile), instead of a reduction kernel after the
+    # GEMM: one launch instead of two. The TMA family splits K only so (gen.tma_family.split_k_part).
     FUSED_REDUCE: int = 0
 
     def __post_init__(self) -> None:
@@ -173,6 +173,9 @@ class Config:
                 raise ValueError(f"{name} must be {switch_values(name)}, got {value!r}")
             if name == "num_ctas" and value not in CLUSTER_SIZES:
                 raise ValueError(f"num_ctas must be one of {CLUSTER_SIZES}, got {value!r}")
+        if self.PERSISTENT_TMA and self.SPLIT_K > 1 and not self.FUSED_REDUCE:
+            raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 (the TMA family has no reduction "
+                             "kernel; its K slices sum their partials themselves)")
 
     def __str__(self) -> str:
         return "_".join(f"{token}{_hint_token(value) if field == 'schedule_hint' else value}"

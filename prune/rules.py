@@ -168,14 +168,15 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # 64 wide, whole warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest
     # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts; BLOCK_K >= 128
     # for 1-byte inputs), at least double buffering (a single stage leaves the copy engine nothing to
-    # overlap), and the full K per program (a K split belongs to the plain family's reduction).
-    # 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into int32). wgmma reads 8-bit operands only K-major:
-    # the launch copies a row-major 8-bit B into K-major order first (gen.tma_family.k_major_copy). fp32 (tf32)
-    # through TMA runs right under the interpreter but has not been checked on a GPU.
+    # overlap), and a K split only with its partials summed inside the kernel (FUSED_REDUCE: the family has no
+    # reduction kernel; rule tma_split_k). 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into int32).
+    # wgmma reads 8-bit operands only K-major: the launch copies a row-major 8-bit B into K-major order first
+    # (gen.tma_family.k_major_copy). fp32 (tf32) through TMA runs right under the interpreter but has not been
+    # checked on a GPU.
     if not config.PERSISTENT_TMA:
         return True
-    return (problem.dtype_a.bytes in (1, 2) and config.SPLIT_K == 1 and config.BLOCK_SIZE_M >= 64
-            and config.BLOCK_SIZE_N >= 64 and config.num_warps in (4, 8)
+    return (problem.dtype_a.bytes in (1, 2) and (config.SPLIT_K == 1 or bool(config.FUSED_REDUCE))
+            and config.BLOCK_SIZE_M >= 64 and config.BLOCK_SIZE_N >= 64 and config.num_warps in (4, 8)
             and config.BLOCK_SIZE_K * problem.dtype_a.bytes >= 128 and config.num_stages >= 2)
 
 
@@ -328,6 +329,18 @@ def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, wid
             and accumulator_registers(wider, device) <= 3 * (device.max_registers_per_thread + 1) // 4)
 
 
+def _tma_split_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # The persistent programs walk a split's K slices as units of work (gen.tma_family.split_k_part): a split pays
+    # where the tiles alone leave SMs idle, and no more of it than fills them, since every slice past that adds a
+    # partial tile to write and sum and the units queue behind the first wave anyway. So SPLIT_K > 1 only where half
+    # the split would leave an SM idle: at 1024x1024 in 64 tiles of 128x128 on 132 SMs, 2 and 4. Not with STREAM_K
+    # or NARROW_EDGE (other ways of filling the last wave), clusters or warp specialization, none measured with it.
+    if not (config.PERSISTENT_TMA and config.SPLIT_K > 1):
+        return True
+    return (output_tiles(problem, config) * config.SPLIT_K // 2 < device.sm_count and not config.STREAM_K
+            and not config.NARROW_EDGE and config.num_ctas == 1 and not config.WARP_SPECIALIZE)
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -359,8 +372,10 @@ RULES: tuple[Rule, ...] = (
 FAMILY_RULES: tuple[Rule, ...] = (
     Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
     Rule("static_shape_plain", "STATIC_SHAPE only in the plain family (not with PERSISTENT_TMA)", _static_shape_plain),
-    Rule("tma_tile", "TMA family: 16- or 8-bit inputs (no fp32), SPLIT_K=1, BLOCK_M,N >= 64, BLOCK_K >= 128 bytes, "
-         "num_warps 4|8, num_stages >= 2", _tma_tile),
+    Rule("tma_tile", "TMA family: 16- or 8-bit inputs (no fp32), SPLIT_K=1 or FUSED_REDUCE, BLOCK_M,N >= 64, "
+         "BLOCK_K >= 128 bytes, num_warps 4|8, num_stages >= 2", _tma_tile),
+    Rule("tma_split_k", "TMA family with SPLIT_K > 1: only where half the split would leave an SM idle, no STREAM_K, "
+         "NARROW_EDGE, clusters or WARP_SPECIALIZE", _tma_split_k),
     Rule("epilogue_subtile", "EPILOGUE_SUBTILE only with BLOCK_N >= 128", _epilogue_subtile),
     Rule("tma_shared_memory", "TMA family: pipeline stages plus the output tile fit in shared memory",
          _tma_shared_memory),

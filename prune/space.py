@@ -81,7 +81,8 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
 # NARROW_EDGE joins it, both ways (1 and FUSED_EDGE); the rules keep it only where N leaves a last column of tiles
 # at least a quarter empty.
-# FUSED_REDUCE joins it; the rules keep it only for split-K configs.
+# FUSED_REDUCE joins it; the rules keep it only for split-K configs, and in the TMA family every split-K config has
+# it (the family has no reduction kernel).
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                         fused_reduce=(0, 1), swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as do STATIC_SHAPE and

@@ -5,7 +5,7 @@ Why not the generated modules the tuner writes: a generated module is written pe
 one named kernel per config so that profilers can attribute time by kernel name. At run time one config
 serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile`, or
 `matmul_tile_static_shape` for STATIC_SHAPE configs, and its split-K `splitk_reduce_tile` unless FUSED_REDUCE, or
-`tma_persistent_tile`) are launched with the config's block sizes and knobs
+`tma_persistent_tile`, its K split always fused) are launched with the config's block sizes and knobs
 bound as compile-time constants, exactly what a generated per-config kernel binds. The families' launch
 functions do the rest (grid, EVEN_K, split-K partials and reduction, TMA descriptors), so the tuner and the
 run-time share one kernel and one launch path per family, and nothing is written to disk. Triton compiles and
@@ -76,7 +76,8 @@ def launcher_for(config: Config) -> Launcher:
                              fused_reduce=bool(config.FUSED_REDUCE))
     if config.PERSISTENT_TMA:
         knobs = {knob: bool(getattr(config, knob)) for knob in KERNEL_KNOBS}
-        kernel = _Bound(tma_family.tma_persistent_tile, {**_tile_constants(config), **knobs})
+        kernel = _Bound(tma_family.tma_persistent_tile,
+                        {**_tile_constants(config), **knobs, "SPLIT_K": config.SPLIT_K})
         return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, tma_variant(config)))
     tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
     kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K,

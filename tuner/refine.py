@@ -34,7 +34,7 @@ TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M", "FUSED_REDUCE")  # what round 1 va
 # others' partials quickly, and the launch saves the reduction kernel (on the H100, 16x1024x8192 fp16: 15.0 against
 # 17.5 us with 16x64 tiles in 8 slices; 128x256x65536: 35.3 against 38.5 with 64x64 in 16). Past it one program
 # summing the slices of a large tile costs more than the reduction kernel (1024x1024x16384, 128x256 tiles in 4
-# slices: 81.1 against 66.9 us; BENCHMARKS.md, sixteenth run).
+# slices: 81.1 against 66.9 us; BENCHMARKS.md, sixteenth run). A TMA split-K shape has only its FUSED_REDUCE variant.
 FUSED_REDUCE_MAX_TILE = 64 * 128
 
 

@@ -489,18 +489,20 @@ STREAM_K_CONFIGS = [
 ]
 
 
-def _arrivals_spy(monkeypatch, module) -> list:
-    """Records the arrival counters of every stream-K launch (read after the launch: what the programs counted)."""
-    counters = []
-    scratch = module.stream_k_scratch
+def _scratch_spy(monkeypatch, module, maker: str) -> list:
+    """Records the (workspace, arrivals) of every launch that takes them from `module.<maker>` (stream_k_scratch,
+    split_k_scratch), the partial-tile slots poisoned first, so that a slot read unwritten shows in C; read after
+    the launch, they hold what the programs stored and counted."""
+    made = []
+    scratch = getattr(module, maker)
 
     def spy(*args):
         workspace, arrivals = scratch(*args)
-        workspace.fill_(float("nan") if workspace.is_floating_point() else 2**30)  # a slot read unwritten shows in C
-        counters.append(arrivals)
+        workspace.fill_(float("nan") if workspace.is_floating_point() else 2**30)
+        made.append((workspace, arrivals))
         return workspace, arrivals
-    monkeypatch.setattr(module, "stream_k_scratch", spy)
-    return counters
+    monkeypatch.setattr(module, maker, spy)
+    return made
 
 
 # (M, N, K): 64x64 tiles / 64x128 tiles, K tiles of 32
@@ -514,37 +516,104 @@ def _arrivals_spy(monkeypatch, module) -> list:
 def test_stream_k_matches_float64_with_tiles_split_between_programs(tmp_path, interpreter_env, monkeypatch, dtype, M,
                                                                     N, K, col_a, col_b):
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), STREAM_K_CONFIGS, tmp_path))
-    counters = _arrivals_spy(monkeypatch, module)
+    launches = _scratch_spy(monkeypatch, module, "stream_k_scratch")
     split = 0
     for config in STREAM_K_CONFIGS:
         error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
-        counted = counters[-1]
+        counted = launches[-1][1]  # the arrival counters
         assert set(counted.tolist()) <= {0, 2}, (str(config), counted)  # a split tile: exactly its two halves
         split += int((counted == 2).sum())
     assert split > 0  # these sizes do split tiles: the partial-sum path ran
 
 
-def test_stream_k_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch):
-    from dataclasses import replace
-
-    configs = [Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=1)]
-    for dtype, dtype_c in [("fp16", "fp16"), ("fp8", "fp32"), ("int8", "int32")]:
-        p = replace(problem(200, 200, 300, dtype, dtype_c=dtype_c), bias=dtype != "int8")  # 16 tiles, 3 K tiles
-        module = load_module(write_module(p, configs, tmp_path))
-        counters = _arrivals_spy(monkeypatch, module)
-        error = module.check_config(module.LAUNCHERS[str(configs[0])], module.PROBLEM, "cpu", seed=6)
-        assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
-        assert int((counters[-1] == 2).sum()) > 0
-
-
 def test_tiles_filling_whole_waves_are_not_shared_out(tmp_path, interpreter_env, monkeypatch):
     # 6 tiles on 3 programs: no stream-K part, so no counter moves; the config still computes C
     module = load_module(write_module(problem(128, 192, 96), STREAM_K_CONFIGS[:1], tmp_path))
-    counters = _arrivals_spy(monkeypatch, module)
+    launches = _scratch_spy(monkeypatch, module, "stream_k_scratch")
     assert module.check_config(module.LAUNCHERS[str(STREAM_K_CONFIGS[0])], module.PROBLEM, "cpu", seed=1) <= (
         module.PROBLEM.tolerance)
-    assert int(counters[-1].sum()) == 0
+    assert int(launches[-1][1].sum()) == 0
+
+
+# Split K under the interpreter's 3 persistent programs: K slices of consecutive K tiles, a slice whose K tiles all
+# lie past K (33 = 2 K tiles of 32 in 3 or 4 slices), and more units than programs, so each program walks several.
+SPLIT_CONFIGS = [
+    Config(64, 64, 32, 1, 2, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+    Config(64, 128, 32, 4, 4, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, FUSED_REDUCE=1),
+    Config(64, 64, 32, 2, 3, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (70, 260, 200, False, False),  # 10 / 6 tiles, 7 K tiles
+    (67, 129, 33, True, True),  # 6 / 4 tiles, 2 K tiles: some slices have none
+    (200, 70, 97, True, False),  # 8 / 4 tiles, 4 K tiles (the last one cut)
+])
+def test_split_k_matches_float64_with_every_slice_stored_and_the_counters_left_zero(tmp_path, interpreter_env,
+                                                                                     monkeypatch, dtype, M, N, K,
+                                                                                     col_a, col_b):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), SPLIT_CONFIGS, tmp_path))
+    launches = _scratch_spy(monkeypatch, module, "split_k_scratch")
+    for config in SPLIT_CONFIGS:
+        for seed in (3, 4):  # the second launch finds the counters the first left
+            error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+            assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
+            assert not launches[-1][0].isnan().any(), str(config)  # every tile's every slice stored its partial
+        assert all(not counters.any() for counters in module._arrival_counters.values())
+
+
+def test_split_k_sums_the_slices_in_slice_order(tmp_path, interpreter_env, monkeypatch):
+    # C is the fp16 rounding of slot 0 + slot 1 + ... summed in that order, whichever slice came last
+    config = SPLIT_CONFIGS[2]
+    module = load_module(write_module(problem(70, 130, 480), [config], tmp_path))  # 6 tiles, 15 K tiles in 3 slices
+    launches = _scratch_spy(monkeypatch, module, "split_k_scratch")
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=7)[:3]
+    module.LAUNCHERS[str(config)](a, b, c)
+    slices = launches[-1][0].view(6, 3, 64, 64)  # tile, slice, rows, columns
+
+    def c_of(tiles):  # GROUP_SIZE_M 2 over 2 rows of tiles: tile t is row t % 2, column t // 2
+        return tiles.view(3, 2, 64, 64).permute(1, 2, 0, 3).reshape(128, 192)[:70, :130].half()
+    assert torch.equal(c, c_of((slices[:, 0] + slices[:, 1]) + slices[:, 2]))
+    assert not torch.equal(c, c_of((slices[:, 2] + slices[:, 0]) + slices[:, 1]))  # another order: other bits here
+
+
+# Stream-K (tiles split between two programs) and split K (every tile in slices): partial sums of fp8 products scaled
+# once, the bias added once, int8 summed exactly in int32
+@pytest.mark.parametrize("config", [Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=1),
+                                    Config(64, 64, 128, 1, 2, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=1)],
+                         ids=["stream_k", "split_k"])
+def test_partial_sums_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, config):
+    from dataclasses import replace
+
+    for dtype, dtype_c in [("fp16", "fp16"), ("fp8", "fp32"), ("int8", "int32")]:
+        p = replace(problem(200, 200, 300, dtype, dtype_c=dtype_c), bias=dtype != "int8")  # 16 tiles, 3 K tiles
+        module = load_module(write_module(p, [config], tmp_path))
+        launches = _scratch_spy(monkeypatch, module, "split_k_scratch" if config.SPLIT_K > 1 else "stream_k_scratch")
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=6)
+        assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
+        if config.SPLIT_K > 1:  # the partials in the accumulator's type
+            assert launches[-1][0].dtype == (torch.int32 if dtype == "int8" else torch.float32)
+        else:  # some tile was split between two programs
+            assert int((launches[-1][1] == 2).sum()) > 0
+
+
+@pytest.mark.parametrize("knobs", [{"STREAM_K": 1}, {"NARROW_EDGE": 1}, {}])
+def test_split_k_in_the_tma_family_only_fused_and_alone(tmp_path, interpreter_env, knobs):
+    # Config refuses a TMA split without FUSED_REDUCE, and the rules keep none with STREAM_K or NARROW_EDGE; the launch
+    # refuses them too, for a generated module edited by hand
+    from dataclasses import replace
+
+    config = replace(SPLIT_CONFIGS[0], **knobs)
+    module = load_module(write_module(problem(70, 100, 64), [config], tmp_path))
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
+    name = str(config)
+    tile = getattr(module, f"CONFIG_{name}")
+    if not knobs:
+        tile = replace(tile, fused_reduce=False)
+    with pytest.raises(ValueError, match="FUSED_REDUCE"):
+        module.launch_tma(getattr(module, f"matmul_kernel_{name}"), tile, getattr(module, f"VARIANT_{name}"), a, b, c)
 
 
 # num_ctas=2: each persistent program is a cluster of two CTAs, so the grid holds half as many programs. The

@@ -98,6 +98,43 @@ SWAPPED_CONFIGS = [
 ]
 
 
+# K split in slices that sum their partials themselves, at sizes where the rule tma_split_k keeps them (fewer tiles
+# than SMs), odd ones among them (padded A, C through pointers), and launched twice (check_config poisons C each time:
+# the second launch finds the arrival counters the first left)
+SPLIT_CONFIGS = [
+    Config(128, 128, 64, 8, 2, 8, 4, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+    Config(128, 256, 64, 8, 4, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, FUSED_REDUCE=1),
+    Config(64, 128, 128, 4, 2, 4, 4, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+]
+SPLIT_SIZES = [
+    (1024, 1024, 16384, False, False),
+    (1000, 1000, 5000, True, True),
+    (128, 256, 65536, False, True),
+    (777, 1000, 4097, False, False),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", SPLIT_SIZES)
+def test_split_k_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
+    p = problem(M, N, K, dtype, col_a, col_b)
+    ahead = _check_compiled_ahead(tmp_path, p, SPLIT_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
+    again = tmp_path / "again"
+    again.mkdir()
+    module = load_module(write_module(p, SPLIT_CONFIGS[:1], again))
+    for seed in (8, 9):  # the second launch finds the arrival counters the first left
+        assert module.check_config(module.LAUNCHERS[str(SPLIT_CONFIGS[0])], module.PROBLEM, "cuda", seed=seed) <= (
+            p.dtype_a.tolerance)
+        assert all(not counters.any() for counters in module._arrival_counters.values())
+
+
+@pytest.mark.parametrize("dtype, dtype_c", [("fp8", "fp16"), ("int8", "int32")])
+def test_split_k_8_bit_inputs_with_the_bias_compiled_ahead_and_correct(tmp_path, dtype, dtype_c):
+    p = replace(problem(1000, 1000, 8192, dtype, col_b=True, dtype_c=dtype_c), bias=dtype != "int8")
+    _check_compiled_ahead(tmp_path, p, [Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1, FUSED_REDUCE=1)])
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_swapped_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):

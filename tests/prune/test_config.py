@@ -151,6 +151,17 @@ def test_fused_reduce_prints_as_fr_after_static_shape_and_reads_back():
     assert not Config(16, 64, 256).reduction_kernel  # no split, nothing to reduce
 
 
+def test_a_tma_split_needs_fused_reduce_and_prints_as_its_plain_twin_does():
+    split = Config(128, 128, 64, 8, 2, 8, 4, PERSISTENT_TMA=1, FUSED_REDUCE=1)
+    assert str(split) == "BM128_BN128_BK64_GM8_SK2_nW8_nS4_TMA1_FR1" and Config.parse(str(split)) == split
+    assert Config.from_mapping(split.as_dict()) == split
+    with pytest.raises(ValueError, match="PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE"):
+        replace(split, FUSED_REDUCE=0)  # the TMA family has no reduction kernel
+    with pytest.raises(ConfigNameError, match="needs FUSED_REDUCE"):
+        Config.parse("BM128_BN128_BK64_GM8_SK2_nW8_nS4_TMA1")
+    assert replace(split, PERSISTENT_TMA=0, FUSED_REDUCE=0).reduction_kernel  # the plain family has one
+
+
 def test_a_family_variant_equals_the_same_config_built_and_checked_in_full():
     tile = Config(128, 256, 64, 8, 1, 8, 3, STATIC_SHAPE=0)
     family = {"PERSISTENT_TMA": 1, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 1, "STREAM_K": 0, "SWAP_AB": 0,

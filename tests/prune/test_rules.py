@@ -158,9 +158,10 @@ def test_rules_by_name_matches_rules():
         "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers",
         "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
     ]
-    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "epilogue_subtile", "tma_shared_memory",
-                                             "stream_k", "warp_specialize_warps", "cluster_epilogue_subtile",
-                                             "swap_ab", "align_rows", "narrow_edge", "tma_clusters"]
+    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "tma_split_k",
+                                             "epilogue_subtile", "tma_shared_memory", "stream_k",
+                                             "warp_specialize_warps", "cluster_epilogue_subtile", "swap_ab",
+                                             "align_rows", "narrow_edge", "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
 
 
@@ -170,7 +171,9 @@ TMA = {"PERSISTENT_TMA": 1}
 @pytest.mark.parametrize("name, config, kept", [
     ("tma_hardware", Config(128, 128, 64, **TMA), True),
     ("tma_tile", Config(128, 128, 64, num_warps=8, num_stages=3, **TMA), True),
-    ("tma_tile", Config(128, 128, 64, SPLIT_K=2, **TMA), False),  # a K split is the plain family's
+    # the family has no reduction kernel (Config refuses such a config; the space builds it without checks)
+    ("tma_tile", Config(128, 128, 64, SPLIT_K=2).with_family(TMA), False),
+    ("tma_tile", Config(128, 128, 64, SPLIT_K=2, FUSED_REDUCE=1, **TMA), True),  # its slices sum their partials
     ("tma_tile", Config(32, 128, 64, **TMA), False),  # under a warpgroup's 64 rows
     ("tma_tile", Config(128, 32, 64, **TMA), False),
     ("tma_tile", Config(128, 128, 32, **TMA), False),  # 64-byte K rows: below the 128-byte swizzle
@@ -224,6 +227,41 @@ def test_stream_k_only_where_a_last_wave_is_partly_idle(size, block, kept):
 
 
 SWAP = {"PERSISTENT_TMA": 1, "SWAP_AB": 1}
+
+
+SPLIT = {"PERSISTENT_TMA": 1, "FUSED_REDUCE": 1}
+
+
+@pytest.mark.parametrize("size, tile, split_k, knobs, kept", [
+    # 1024x1024 in 64 tiles of 128x128 on 132 SMs: 2 slices fill 128, 4 fill 256 (2 alone would leave 4 idle); 8 are
+    # more than fill them (4 would not have left an SM idle)
+    ((1024, 1024, 16384), (128, 128), 2, {}, True),
+    ((1024, 1024, 16384), (128, 128), 4, {}, True),
+    ((1024, 1024, 16384), (128, 128), 8, {}, False),
+    ((1024, 1024, 16384), (64, 128), 2, {}, True),  # 128 tiles: 2 slices still fill the SMs a single one leaves
+    ((1024, 1024, 16384), (64, 128), 4, {}, False),
+    ((1024, 1024, 16384), (128, 128), 1, {"STREAM_K": 1}, True),  # no split: not this rule's business
+    ((1024, 1024, 16384), (128, 128), 2, {"STREAM_K": 1}, False),  # other ways of filling SMs: not measured with it
+    ((1024, 1000, 16384), (128, 128), 2, {"NARROW_EDGE": 1}, False),
+    ((1024, 1024, 16384), (128, 128), 2, {"num_ctas": 2}, False),
+    ((1024, 1024, 16384), (128, 128), 2, {"WARP_SPECIALIZE": 1}, False),  # its loop is not warp-specialized
+    ((128, 256, 65536), (64, 64), 16, {}, True),  # 8 tiles: 16 slices fill 128 SMs
+])
+def test_tma_split_k_only_up_to_the_split_that_fills_the_sms(size, tile, split_k, knobs, kept):
+    config = Config(*tile, 128, SPLIT_K=split_k, num_warps=8, num_stages=3, **{**SPLIT, **knobs})
+    assert RULES_BY_NAME["tma_split_k"].keep(problem(*size), config, IP) is kept
+    assert RULES_BY_NAME["tma_split_k"].keep(problem(*size), replace(config, PERSISTENT_TMA=0, STREAM_K=0,
+                                                                         NARROW_EDGE=0, WARP_SPECIALIZE=0), IP)
+
+
+def test_a_small_grid_keeps_tma_split_k_configs_beside_unsplit_ones():
+    space = RangeSpace(block_m=(64, 128), block_n=(128,), block_k=(64,), group_m=(1,), split_k=(1, 2, 4, 8),
+                       num_warps=(8,), num_stages=(3,), persistent_tma=(0, 1), fused_reduce=(0, 1))
+    kept = prune(problem(1024, 1024, 16384), IP, space).configs
+    tma = {(c.BLOCK_SIZE_M, c.SPLIT_K) for c in kept if c.PERSISTENT_TMA}
+    assert tma == {(64, 1), (64, 2), (128, 1), (128, 2), (128, 4)}
+    assert all(c.FUSED_REDUCE for c in kept if c.PERSISTENT_TMA and c.SPLIT_K > 1)
+    assert not any(c.SPLIT_K > 1 for c in prune(problem(4096, 4096, 4096), IP, space).configs)  # 1024 tiles
 
 
 def test_output_tiles_count_the_matrix_the_kernel_computes():

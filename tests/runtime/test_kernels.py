@@ -1,7 +1,7 @@
 """runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
 them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
 constant-shape kernel, right on every shape; a FUSED_REDUCE config sums its split-K partials in its one kernel
-launch; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
+launch, in either family; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
 copies operands whose rows start off 128-byte lines; a NARROW_EDGE config computes the columns past its whole tiles
 in narrow tiles, on whatever N it meets."""
 
@@ -90,6 +90,20 @@ def test_a_fused_reduction_config_sums_its_partials_in_its_one_launch_on_each_sh
     assert tile.grids == [(3 * 3, 2), (4 * 4, 2)] and reduction.launches == []
     assert all(kwargs["FUSED_REDUCE"] is True for _, kwargs in tile.launches)
     assert tile.named(1)["c_ptr"] is c and tile.named(1)["arrivals_ptr"].numel() >= 4 * 4  # C itself, one launch
+
+
+def test_a_tma_split_k_config_walks_its_slices_on_one_grid_of_persistent_programs_on_each_shape(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    config = Config(64, 64, 32, 1, 2, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=1)
+    assert _error(config) <= DTYPES["fp16"].tolerance
+    generator = torch.Generator().manual_seed(4)
+    a, b = torch.randn(100, 64, generator=generator).half(), torch.randn(64, 200, generator=generator).half()
+    c = torch.full((100, 200), float("nan"), dtype=torch.float16)
+    kernels.launcher_for(config)(a, b, c)  # 8 tiles: more arrival counters than the first shape's 6
+    assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
+    assert [kwargs["SPLIT_K"] for _, kwargs in spy.launches] == [2, 2]
+    assert spy.named(1)["arrivals"].numel() >= 8 and not spy.named(1)["arrivals"].any()
+    assert spy.named(1)["workspace"].numel() == 8 * 2 * 64 * 64  # a slot per tile and slice
 
 
 def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):

@@ -60,11 +60,14 @@ def test_compare_wo_tuning_fails_on_a_wrong_entry(tmp_path, monkeypatch, capsys)
     # BLOCK_SIZE_N 24 is no power of two: the kernel cannot be built, so the entry cannot be trusted
     wrong = "{M: 32, N: 32, K: 32, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 24, BLOCK_SIZE_K: 16}"
     fused = "{M: 40, N: 24, K: 64, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, SPLIT_K: 4, FUSED_REDUCE: 1}"
-    results.write_text(f"- {good}\n- {wrong}\n- {fused}\n")
+    tma = ("{M: 70, N: 130, K: 96, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, SPLIT_K: 2, PERSISTENT_TMA: 1, "
+           "FUSED_REDUCE: 1}")
+    results.write_text(f"- {good}\n- {wrong}\n- {fused}\n- {tma}\n")
     assert main(["--gemm_size_file", str(results), "--compare_wo_tuning", "--interpret"]) == 1
     out = capsys.readouterr().out
-    assert "PASS 32x32x32" in out and "FAIL 32x32x32" in out and "2 passed, 1 failed" in out
+    assert "PASS 32x32x32" in out and "FAIL 32x32x32" in out and "3 passed, 1 failed" in out
     assert "PASS 40x24x64 fp16->fp16 TT BM16_BN16_BK16_GM1_SK4_nW4_nS2_FR1" in out
+    assert "PASS 70x130x96 fp16->fp16 TT BM64_BN64_BK32_GM1_SK2_nW4_nS2_TMA1_FR1" in out
 
 
 def test_compare_wo_tuning_needs_configs(tmp_path, capsys):
