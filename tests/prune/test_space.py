@@ -62,11 +62,12 @@ def test_full_space_len_matches_configs():
 
 
 def test_configs_expand_each_tile_by_family():
-    space = RangeSpace(block_m=(64, 128), block_n=(256,), block_k=(256,), group_m=(32,), split_k=(16,),
-                       num_warps=(8,), num_stages=(5,), persistent_tma=(0, 1), epilogue_subtile=(0, 1))
+    space = RangeSpace(block_m=(64, 128), block_n=(256,), block_k=(256,), group_m=(32,), split_k=(2,),
+                       num_warps=(8,), num_stages=(5,), persistent_tma=(0, 1), epilogue_subtile=(0, 1),
+                       fused_reduce=(1,))
     configs = space.configs()
     assert len(configs) == len(space) == 2 * 3
-    assert Config(128, 256, 256, 32, 16, 8, 5, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1) in configs
+    assert Config(128, 256, 256, 32, 2, 8, 5, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, FUSED_REDUCE=1) in configs
     assert not any(c.EPILOGUE_SUBTILE and not c.PERSISTENT_TMA for c in configs)
 
 
