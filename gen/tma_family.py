@@ -525,16 +525,17 @@ def _edge_width(columns: int) -> int:
     return max(NARROWEST_EDGE, triton.next_power_of_2(columns))
 
 
-def _accumulator_dtype(a):
-    return torch.int32 if a.dtype == torch.int8 else torch.float32
+def _accumulator_dtype(input_dtype):
+    """Element type of partial tiles in a launch's scratch: the kernel's accumulator (int32 for int8 inputs)."""
+    return torch.int32 if input_dtype == torch.int8 else torch.float32
 
 
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
     """(workspace, arrivals) of a stream-K launch (tma_persistent_tile): two partial-tile slots per program, in the
     accumulator's type, and a zeroed arrival counter per tile the stream-K part may share out (fewer than two
     waves of them)."""
-    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N), dtype=_accumulator_dtype(a),
-                            device=device)
+    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N),
+                            dtype=_accumulator_dtype(a.dtype), device=device)
     return workspace, torch.zeros(2 * programs, dtype=torch.int32, device=device)
 
 
@@ -542,7 +543,7 @@ def split_k_scratch(config: TileConfig, tiles: int, a, device) -> tuple:
     """(workspace, arrivals) of a split-K launch (split_k_part): SPLIT_K partial-tile slots per tile, in the
     accumulator's type, and the tiles' arrival counters, which every launch leaves zero (arrival_counters)."""
     workspace = torch.empty(tiles * config.SPLIT_K * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N,
-                            dtype=_accumulator_dtype(a), device=device)
+                            dtype=_accumulator_dtype(a.dtype), device=device)
     return workspace, arrival_counters(device, tiles)
 
 
@@ -723,7 +724,7 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         c_arg, c_strides = mock(problem.dtype_c), ((1, M) if variant.swap_ab else (N, 1))
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
-    scratch = (mock(torch.int32 if problem.dtype_a == torch.int8 else torch.float32), mock(torch.int32)) if (
+    scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (
         variant.stream_k or config.SPLIT_K > 1) else (None, None)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
     edges = EdgeOperands(widths, tuple(_mock_descriptor(problem.dtype_b, N, K, [width, bk]) if problem.col_b else
