@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prune.config import Config
 from prune.device import DeviceProfile
-from prune.rules import FAMILY_RULES, RULES, Rule
+from prune.rules import FAMILY_RULES, RULES, Rule, repeats_group_order
 from prune.space import FULL_SPACE, RangeSpace
 from tuner.problem import GemmProblem
+
+
+GROUP_RULE = "group_m"
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,13 @@ class PruneResult:
 
 def _first_failed(rules: tuple[Rule, ...], problem: GemmProblem, config: Config, device: DeviceProfile) -> Rule | None:
     return next((rule for rule in rules if not rule.keep(problem, config, device)), None)
+
+
+def _one_group_order(rule: Rule, group_values: tuple[int, ...]) -> Rule:
+    """The group_m rule's other half, which needs the space's GROUP_SIZE_M values: of those that group every row of
+    tiles (all alike), only the smallest is kept."""
+    return replace(rule, keep=lambda problem, config, device: (rule.keep(problem, config, device)
+                                                               and not repeats_group_order(problem, config, group_values)))
 
 
 def prune(
@@ -34,6 +44,7 @@ def prune(
     removed = {rule.name: 0 for rule in rules + family_rules}
     families = space.families()
     kept: list[Config] = []
+    rules = tuple(_one_group_order(rule, space.group_m) if rule.name == GROUP_RULE else rule for rule in rules)
     for tile in space.tile_configs():
         failed = _first_failed(rules, problem, tile, device)
         if failed is not None:
@@ -42,7 +53,10 @@ def prune(
         for family in families:
             config = tile.with_family(family) if any(family.values()) else tile
             failed = _first_failed(family_rules, problem, config, device)
-            if failed is None:
+            if failed is None and config.SWAP_AB and GROUP_RULE in removed and repeats_group_order(
+                    problem, config, space.group_m):  # C^T's rows of tiles run along N: the tile check saw M's
+                removed[GROUP_RULE] += 1
+            elif failed is None:
                 kept.append(config)
             else:
                 removed[failed.name] += 1

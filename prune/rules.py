@@ -89,9 +89,27 @@ def _split_k_only_for_small_grids(problem: GemmProblem, config: Config, device: 
     return output_tiles(problem, config) < device.sm_count
 
 
+def tile_rows(problem: GemmProblem, config: Config) -> int:
+    """Rows of tiles of the output the kernel computes (C, or C^T with SWAP_AB): what GROUP_SIZE_M groups."""
+    return cdiv(problem.N if config.SWAP_AB else problem.M, config.BLOCK_SIZE_M)
+
+
 def _group_m(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # Seed rule: grouping rows of tiles needs more than GROUP_M tile rows; otherwise GROUP_M is 1.
-    return config.GROUP_SIZE_M == 1 or config.GROUP_SIZE_M * config.BLOCK_SIZE_M < problem.M
+    # Grouping needs two rows of tiles or more. The seed also dropped every GROUP_M that groups all the rows
+    # (GROUP_M*BLOCK_M >= M), which walks the tiles column by column, each column of B read by all its rows of
+    # tiles in turn. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md eighteenth run), that order is what a
+    # few rows of tiles need: 64x128 tiles at 256x4096x14336 took 65.6 us with GROUP_M 4, 86.3 with 1; at
+    # 256x14336x4096 81 against 164. Of the GROUP_M values that group all the rows, which all walk the tiles
+    # alike, pruning keeps the smallest (repeats_group_order).
+    return config.GROUP_SIZE_M == 1 or tile_rows(problem, config) > 1
+
+
+def repeats_group_order(problem: GemmProblem, config: Config, group_values: tuple[int, ...]) -> bool:
+    """Whether `config` walks its tiles as a config with a smaller GROUP_SIZE_M of `group_values` does: every value
+    of at least the rows of tiles (tile_rows) puts them all in one group, column by column, so only the smallest of
+    those is worth compiling."""
+    rows = tile_rows(problem, config)
+    return config.GROUP_SIZE_M > min((value for value in group_values if value >= rows), default=config.GROUP_SIZE_M)
 
 
 def _shared_memory(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -355,7 +373,8 @@ RULES: tuple[Rule, ...] = (
     Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs)",
          _k_tiling),
     Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids),
-    Rule("group_m", "GROUP_M*BLOCK_M < M, else GROUP_M=1", _group_m),
+    Rule("group_m", "GROUP_M=1 where one row of tiles; of the GROUP_M values that group every row, the smallest",
+         _group_m),
     Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory),
     Rule("registers", "fp32 accumulator <= half the registers of a thread", _accumulator_registers),
     Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized),

@@ -73,11 +73,13 @@ CASES = [
     ("split_k", SKINNY, C(16, 256, 64, sk=4), SMALL_GPU, False),  # 16 tiles >= 8
     ("split_k", SKINNY, C(16, 32, 64, sk=4), IP, True),  # 1*128 = 128 tiles < 132
     ("split_k", SKINNY, C(16, 16, 64, sk=4), IP, False),  # 1*256 = 256 tiles >= 132
-    # group_m: GROUP_M*BLOCK_M < M, else GROUP_M == 1
-    ("group_m", SKINNY, C(16, 64, 64, gm=4), IP, False),  # 64 >= 16
+    # group_m: GROUP_M == 1 where there is one row of tiles (the smallest of the values that group every row is
+    # prune's part: test_prune_keeps_one_group_of_every_row)
+    ("group_m", SKINNY, C(16, 64, 64, gm=4), IP, False),  # one row of tiles
     ("group_m", SKINNY, C(16, 64, 64, gm=1), IP, True),
-    ("group_m", BIG, C(128, 128, 64, gm=8), IP, True),  # 1024 < 4096
-    ("group_m", BIG, C(256, 128, 64, gm=16), IP, False),  # 4096 == 4096
+    ("group_m", problem(128, 4096, 4096), C(128, 128, 64, gm=4), IP, False),  # one row of 128
+    ("group_m", BIG, C(128, 128, 64, gm=8), IP, True),  # 8 of 32 rows
+    ("group_m", BIG, C(256, 128, 64, gm=16), IP, True),  # all 16 rows: the tiles column by column
     # shared_memory: num_stages*(BM*BK + BK*BN)*bytes <= device.max_shared_bytes
     ("shared_memory", BIG, C(256, 256, 256, ns=1), IP, False),  # 262144 > 232448
     ("shared_memory", BIG, C(128, 128, 64, ns=3), IP, True),  # 98304
@@ -278,7 +280,8 @@ def test_output_tiles_count_the_matrix_the_kernel_computes():
     ((4095, 4097, 1023), "fp16", {"num_ctas": 2}, False),  # clusters with a column-major A computed C wrong
     ((4095, 4097, 1023), "fp8", {}, False),  # not measured with 8-bit inputs
     ((8191, 2049, 1023), "fp16", {"GROUP_SIZE_M": 16}, True),  # C^T: 17 x 32 = 544 tiles, C: 64 x 9 = 576
-    ((8191, 2049, 1023), "fp16", {"GROUP_SIZE_M": 32}, False),  # group_m on C^T: 32 x 128 rows >= its 2049
+    ((8191, 2049, 1023), "fp16", {"GROUP_SIZE_M": 32}, True),  # all C^T's 17 rows in a group
+    ((8191, 96, 1023), "fp16", {"GROUP_SIZE_M": 4}, False),  # group_m on C^T: one row of 128 along N = 96
 ])
 def test_swap_ab_only_where_c_transposed_takes_fewer_tiles(size, dtype, knobs, kept):
     config = Config(128, 256, 128 if dtype == "fp8" else 64, num_warps=8, num_stages=3, **SWAP, **knobs)
@@ -601,11 +604,11 @@ def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
 
 
 def test_prune_known_counts_on_interpreter(full_results):
-    # README: "4096^3 fp16 on H100: 2024 (872 plain, 1152 TMA); 16x4096x4096: 6475, 428 of them STATIC_SHAPE and
+    # README: "4096^3 fp16 on H100: 2254 (982 plain, 1272 TMA); 16x4096x4096: 6475, 428 of them STATIC_SHAPE and
     # 2833 FUSED_REDUCE"
     big = full_results[(BIG, IP.name)]
-    assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 872
-    assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1152
+    assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 982
+    assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1272
     assert not any(c.STATIC_SHAPE for c in big.configs)  # 4096^3 is not launch-bound
     skinny = full_results[(SKINNY, IP.name)].configs
     assert len(skinny) == 6475  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
@@ -647,6 +650,33 @@ def test_prune_attributes_each_removal_to_first_failing_rule():
                 break
     assert result.removed_by_rule == expected
     assert result.space_size == 2 ** 7
+
+
+@pytest.mark.parametrize("M, group_m, kept", [
+    (256, (1, 4, 8, 16), {1, 4}),  # 4 rows of 64: 4 and up group them all, alike
+    (512, (1, 4, 8, 16), {1, 4, 8}),
+    (1024, (1, 4, 8, 16, 32), {1, 4, 8, 16}),
+    (2048, (1, 4, 8, 16), {1, 4, 8, 16}),  # 32 rows: every value groups some
+    (256, (8, 16), {8}),  # the smallest of the space's values that groups every row
+    (64, (1, 4, 8), {1}),  # one row of tiles: one order
+])
+def test_prune_keeps_one_group_of_every_row(M, group_m, kept):
+    space = RangeSpace(block_m=(64,), block_n=(128,), block_k=(64,), group_m=group_m, split_k=(1,), num_warps=(4,),
+                       num_stages=(3,))
+    result = prune(problem(M, 4096, 4096), IP, space)
+    assert {c.GROUP_SIZE_M for c in result.configs} == kept
+    assert result.removed_by_rule["group_m"] == len(group_m) - len(kept)
+    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space)
+
+
+def test_prune_groups_c_transposed_by_its_own_rows():
+    # C^T of 8191x300 is 300x8191: three rows of 128-row tiles, where C has 64
+    space = RangeSpace(block_m=(128,), block_n=(256,), block_k=(64,), group_m=(1, 4, 8, 16, 32), split_k=(1,),
+                       num_warps=(8,), num_stages=(3,), persistent_tma=(1,), swap_ab=(0, 1))
+    result = prune(problem(8191, 300, 1023), IP, space)
+    assert {c.GROUP_SIZE_M for c in result.configs if c.SWAP_AB} == {1, 4}
+    assert {c.GROUP_SIZE_M for c in result.configs if not c.SWAP_AB} == {1, 4, 8, 16, 32}
+    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space)
 
 
 def test_prune_custom_space_restricts_output(full_results):
