@@ -6,7 +6,8 @@ Triton's own passes run without holding the GIL decides whether they keep up, wh
 benchmarks/bench_compile.py measures). Each calls the generated compile helper of every config it is
 given, which fills Triton's on-disk cache that the profiling child then loads from. A config is loaded
 from its part module when the caller names one (gen.parts), else from the whole module; a worker loads
-each module once, when a config first needs it. A config that fails to compile is recorded, never fatal.
+each module once, when a config first needs it. A config that fails to compile is recorded, never fatal; in
+worker processes what the compiler printed for it is kept in a log file beside its module (COMPILER_LOGS).
 
 The worker processes outlive a stream: the next stream of the run (the next round of a search, the next
 size) reuses them, since starting one (an interpreter importing torch and Triton, then a CUDA context)
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -82,8 +85,39 @@ def _start_worker() -> None:
     _worker = _Worker(WORKER_MODULES)
 
 
+# Beside a generated module: what the compiler printed while a config of it failed to compile, one file per config.
+COMPILER_LOGS = "compile_errors"
+
+
 def _compile_in_worker(task: Task) -> CompileResult:
-    return _worker.compile(task)
+    """Compile in a worker process with file descriptor 2 captured: Triton's MLIR passes print their diagnostics
+    there, dozens of lines for each config that fails, which would bury the tuner's own output. A failed config's
+    go to its log file in COMPILER_LOGS, and their first error into its reason; a compiled config's are dropped."""
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(captured.fileno(), 2)
+        try:
+            name, reason, resources = _worker.compile(task)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        if reason is None:
+            return name, reason, resources
+        captured.seek(0)
+        printed = captured.read().decode(errors="replace")
+    return name, with_compiler_log(reason, printed, Path(task[1]).parent / COMPILER_LOGS / f"{name}.log"), resources
+
+
+def with_compiler_log(reason: str, printed: str, log: Path) -> str:
+    """`reason` with what the compiler printed: the whole of it written to `log`, its first error named."""
+    if not printed.strip():
+        return reason
+    log.parent.mkdir(exist_ok=True)
+    log.write_text(printed)
+    errors = [line.split("error: ", 1)[1].strip() for line in printed.splitlines() if "error: " in line]
+    return f"{reason} ({errors[0]}; compiler log {log})" if errors else f"{reason} (compiler log {log})"
 
 
 class _WorkerProcesses:

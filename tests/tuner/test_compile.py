@@ -1,5 +1,6 @@
 """tuner.compile: both pools report every config once, agree on which compile, and stream as they go; the
-worker processes are kept from one stream to the next, and never outlive their owner.
+worker processes are kept from one stream to the next, and never outlive their owner; what the compiler prints in
+a worker stays off the tuner's output, a failed config's kept in a log file and named in its reason.
 
 Without a GPU (and without the interpreter) every config fails to compile (no active driver): the
 failures are recorded with their reason, never raised. On a GPU the same test compares the pools."""
@@ -20,7 +21,8 @@ from gen import write_module
 from gen.parts import write_parts
 from profiling.faults import ENV_VAR
 from prune.config import Config
-from tuner.compile import WORKER_PROCESSES, compile_all, compile_stream
+import tuner.compile
+from tuner.compile import COMPILER_LOGS, WORKER_PROCESSES, compile_all, compile_stream
 
 NAMES = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK32_GM1_SK1_nW4_nS2", "BM64_BN32_BK32_GM1_SK2_nW4_nS2"]
 
@@ -49,6 +51,50 @@ def test_the_stream_yields_each_result_and_can_be_closed_early(module):
 def test_an_unknown_pool_is_refused(module):
     with pytest.raises(ValueError, match="compile pool must be one of"):
         next(compile_stream(module, NAMES, 1, interpret=False, pool="fork"))
+
+
+class _PrintingCompiler:
+    """Stands in for a worker's compiler: prints to file descriptor 2, as MLIR's diagnostics do (in a worker process
+    sys.stderr writes there too; under pytest's capture it does not)."""
+
+    def __init__(self, reason: str | None, printed: bytes):
+        self.reason, self.printed = reason, printed
+
+    def compile(self, task):
+        os.write(2, self.printed)
+        return task[0], self.reason, {}
+
+
+ERROR_LINE = b"part0.py:6:32: error: 'tt.descriptor_store' op tensor descriptor block and tensor types must match\n"
+
+
+def test_a_failed_compile_prints_nothing_and_names_its_first_error(tmp_path, monkeypatch, capfd):
+    printed = ERROR_LINE + b"part0.py:15:76: note: called from\npart0.py:1:0: error: Failures have been detected\n"
+    monkeypatch.setattr(tuner.compile, "_worker", _PrintingCompiler("RuntimeError: PassManager::run failed", printed))
+    name, reason, _ = tuner.compile._compile_in_worker((NAMES[0], str(tmp_path / "generated_kernel646464.py")))
+    assert capfd.readouterr().err == ""
+    log = tmp_path / COMPILER_LOGS / f"{NAMES[0]}.log"
+    assert log.read_text() == printed.decode()
+    assert reason == ("RuntimeError: PassManager::run failed ('tt.descriptor_store' op tensor descriptor block and "
+                      f"tensor types must match; compiler log {log})")
+    print("the tuner's own output", file=sys.stderr)  # file descriptor 2 is the tuner's again
+    assert capfd.readouterr().err == "the tuner's own output\n"
+
+
+def test_a_compiled_config_prints_nothing_and_leaves_no_log(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(tuner.compile, "_worker", _PrintingCompiler(None, ERROR_LINE))
+    assert tuner.compile._compile_in_worker((NAMES[0], str(tmp_path / "m.py"))) == (NAMES[0], None, {})
+    assert capfd.readouterr().err == ""
+    assert not (tmp_path / COMPILER_LOGS).exists()
+
+
+def test_a_failure_without_an_error_line_points_at_its_log(tmp_path):
+    log = tmp_path / COMPILER_LOGS / "c.log"
+    assert tuner.compile.with_compiler_log("OutOfResources: shared memory", "", log) == "OutOfResources: shared memory"
+    assert not log.exists()
+    assert (tuner.compile.with_compiler_log("OutOfResources: shared memory", "ptxas info\n", log)
+            == f"OutOfResources: shared memory (compiler log {log})")
+    assert log.read_text() == "ptxas info\n"
 
 
 MORE = [*NAMES, "BM16_BN32_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK2_nW1_nS1"]
