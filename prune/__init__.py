@@ -40,7 +40,8 @@ def prune(
 
     `rules` never look at the kernel-family knobs, so they are checked once per tile config and a
     failure removes all its family variants; `family_rules` then check each variant. The outcome is
-    that of checking every config of the space against `rules + family_rules` in order."""
+    that of checking every config of the space against `rules + family_rules` in order, the group_m rule
+    completed with the space's GROUP_SIZE_M values (_one_group_order)."""
     removed = {rule.name: 0 for rule in rules + family_rules}
     families = space.families()
     kept: list[Config] = []
