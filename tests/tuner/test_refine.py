@@ -1,5 +1,5 @@
 """tuner.refine: the representatives, the shapes refined and the finalists of `--search refine`, on synthetic
-configs and timings."""
+configs and timings, and the tile order round 0 takes from a pruned space."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import random
 from dataclasses import replace
 
 import pytest
+from helpers import problem
 
+from prune import RangeSpace, prune
 from prune.config import Config
+from prune.device import INTERPRETER_PROFILE
 from tuner.refine import (FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined, representatives,
                           shape_of, shapes, times_whole_space)
 
@@ -125,3 +128,12 @@ def test_a_space_of_few_configs_per_shape_is_timed_whole():
 def test_invalid_plans_are_refused(bad):
     with pytest.raises(ValueError, match="invalid refine plan"):
         RefinePlan(**bad)
+
+
+@pytest.mark.parametrize("M, group", [(128, 4), (256, 4), (512, 8), (2048, 8)])
+def test_round_zero_walks_a_few_rows_of_tiles_in_one_group(M, group):
+    # the pruned space of 64-row tiles (2, 4, 8 and 32 rows of them): a representative of GROUP_SIZE_M 1 would walk the
+    # tiles row by row, which took up to twice as long as one group of every row (BENCHMARKS.md, eighteenth run)
+    space = RangeSpace(block_m=(64,), block_n=(128,), block_k=(64,), split_k=(1,), num_warps=(4,), num_stages=(3, 4))
+    configs = prune(problem(M, 4096, 4096), INTERPRETER_PROFILE, space).configs
+    assert [rep.GROUP_SIZE_M for rep in representatives(configs, PLAN)] == [group]
