@@ -65,10 +65,15 @@ def test_crashing_and_hanging_configs_are_blamed_logged_and_the_rest_timed(tmp_p
     assert "exit 3" in outcome.failed["BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
     assert "hang" in outcome.failed["BM32_BN32_BK16_GM1_SK1_nW1_nS1"]
     assert outcome.restarts == 2
-    table = summarize(load_timings(tmp_path / "t.csv"), warmup=1)
+    timings = load_timings(tmp_path / "t.csv")
+    table = summarize(timings, warmup=1)
     assert set(table["config"]) == {"BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM16_BN32_BK16_GM1_SK1_nW1_nS1",
                                     "BM64_BN32_BK16_GM1_SK1_nW1_nS1", "torch.matmul"}
-    assert (table["instances"] == 3).all()
+    # every launch of the timed ones is in the CSV, the warm-up and the 3 timed (summarize may then drop a timed
+    # launch slower than the warm-up as a spike: host timings of a loaded CPU have them)
+    launches = timings.groupby("kernel_name")["instance"].agg(sorted)
+    assert len(launches) == 4 and all(instances == [0, 1, 2, 3] for instances in launches)
+    assert table["instances"].between(2, 3).all()
 
 
 def test_check_results_come_back_and_a_crash_is_missing(tmp_path):
