@@ -46,6 +46,7 @@ def prune(
     families = space.families()
     kept: list[Config] = []
     rules = tuple(_one_group_order(rule, space.group_m) if rule.name == GROUP_RULE else rule for rule in rules)
+    group_rule = next((rule for rule in rules if rule.name == GROUP_RULE), None)
     for tile in space.tile_configs():
         failed = _first_failed(rules, problem, tile, device)
         if failed is not None:
@@ -54,10 +55,9 @@ def prune(
         for family in families:
             config = tile.with_family(family) if any(family.values()) else tile
             failed = _first_failed(family_rules, problem, config, device)
-            if failed is None and config.SWAP_AB and GROUP_RULE in removed and repeats_group_order(
-                    problem, config, space.group_m):  # C^T's rows of tiles run along N: the tile check saw M's
-                removed[GROUP_RULE] += 1
-            elif failed is None:
+            if failed is None and config.SWAP_AB and group_rule and not group_rule.keep(problem, config, device):
+                failed = group_rule  # C^T's rows of tiles run along N: the tile check counted M's
+            if failed is None:
                 kept.append(config)
             else:
                 removed[failed.name] += 1
