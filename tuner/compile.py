@@ -116,8 +116,8 @@ def with_compiler_log(reason: str, printed: str, log: Path) -> str:
         return reason
     log.parent.mkdir(exist_ok=True)
     log.write_text(printed)
-    errors = [line.split("error: ", 1)[1].strip() for line in printed.splitlines() if "error: " in line]
-    return f"{reason} ({errors[0]}; compiler log {log})" if errors else f"{reason} (compiler log {log})"
+    error = next((line.split("error: ", 1)[1].strip() for line in printed.splitlines() if "error: " in line), None)
+    return f"{reason} ({error}; compiler log {log})" if error else f"{reason} (compiler log {log})"
 
 
 class _WorkerProcesses:
