@@ -18,6 +18,9 @@ import triton.language as tl
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 REDUCE_BLOCK = tl.constexpr(64)  # tile edge of the split-K reduction kernel
+# FUSED_REDUCE: how a split tile's K slices sum their partial tiles inside the GEMM (0: a reduction kernel after it)
+SLOT_SUM = tl.constexpr(1)  # a slot per slice; the last slice to finish sums the slots in slice order
+ATOMIC_SUM = tl.constexpr(2)  # every slice adds into the tile's one running sum; the last to finish reads it
 # Triton's interpreter (seen with 3.9) returns garbage from tl.dot on bf16 operands; upcasting them
 # first gives the exact products. Compiled kernels never take this branch.
 UPCAST_DOT_OPERANDS = tl.constexpr(INTERPRETED)
@@ -52,7 +55,7 @@ class TileConfig:
     num_warps: int
     num_stages: int
     options: tuple = ()  # (name, value) launch options of the backend, e.g. AMD's waves_per_eu, or num_ctas
-    fused_reduce: bool = False  # SPLIT_K > 1: the partials are summed inside the GEMM (finish_split_tile)
+    fused_reduce: int = 0  # SPLIT_K > 1: SLOT_SUM or ATOMIC_SUM, the partials are summed inside the GEMM (finish_split_tile)
 
     @property
     def reduction_kernel(self) -> bool:
@@ -112,12 +115,13 @@ def matmul_tile(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    HAS_SCALES: tl.constexpr, FUSED_REDUCE: tl.constexpr = False,
+    HAS_SCALES: tl.constexpr, FUSED_REDUCE: tl.constexpr = 0,
 ):
     """One output tile of C = A @ B (+ bias), times the fp8 scales when HAS_SCALES; with SPLIT_K > 1, one
     K slice's unscaled partial tile (fp32, int32 for int8; slice stride_cs), without the bias: the
-    reduction kernel scales and adds it once. FUSED_REDUCE (SPLIT_K > 1): c_ptr is C, and the tile's K slices
-    sum their partials themselves (finish_split_tile) through `partials_ptr` and `arrivals_ptr`, None otherwise."""
+    reduction kernel scales and adds it once. FUSED_REDUCE (SPLIT_K > 1; SLOT_SUM or ATOMIC_SUM): c_ptr is C, and
+    the tile's K slices sum their partials themselves (finish_split_tile) through `partials_ptr` and
+    `arrivals_ptr`, None otherwise."""
     pid_k = tl.program_id(axis=1)
     pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_SIZE_M), tl.cdiv(N, BLOCK_SIZE_N),
                                 GROUP_SIZE_M)
@@ -148,7 +152,8 @@ def matmul_tile(
 
     if FUSED_REDUCE:
         finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, offs_m,
-                          offs_n, M, N, stride_cm, stride_cn, stride_bias, SPLIT_K, HAS_BIAS, HAS_SCALES)
+                          offs_n, M, N, stride_cm, stride_cn, stride_bias, SPLIT_K, FUSED_REDUCE, HAS_BIAS,
+                          HAS_SCALES)
     else:
         if SPLIT_K == 1:
             acc = apply_scales(acc, scale_a_ptr, scale_b_ptr, HAS_SCALES)
@@ -160,18 +165,16 @@ def matmul_tile(
 @triton.jit
 def finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, offs_m,
                       offs_n, M, N, stride_cm, stride_cn, stride_bias, SPLIT_K: tl.constexpr,
-                      HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
-    """FUSED_REDUCE: K slice pid_k's partial tile `acc` goes into its slot of the tile's SPLIT_K slots in
-    `partials_ptr` (tile after tile, each slot a whole tile, row-major), then the slice counts itself in on the
-    tile's counter in `arrivals_ptr`. The last slice to arrive sums the slots in slice order, so C does not depend
-    on which slice that is, scales the sum and adds the bias, stores it into C, and sets the counter back to zero
-    for the next launch (arrival_counters). Nobody waits for anybody: this holds in any order the programs run."""
+                      FUSED_REDUCE: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    """FUSED_REDUCE: K slice pid_k's partial tile `acc` goes into the tile's partial sums in `partials_ptr`
+    (tile_partials), then the slice counts itself in on the tile's counter in `arrivals_ptr`. The last slice to
+    arrive takes the tile's sum (summed_partials), scales it and adds the bias, stores it into C, and sets the counter
+    back to zero for the next launch (arrival_counters). Nobody waits for anybody: this holds in any order the
+    programs run."""
     tile = tl.program_id(axis=0)
-    slot_size = acc.shape[0] * acc.shape[1]
-    slots = (partials_ptr + tile.to(tl.int64) * SPLIT_K * slot_size + tl.arange(0, acc.shape[0])[:, None] * acc.shape[1]
-             + tl.arange(0, acc.shape[1])[None, :])
-    if arrives_last(acc, slots, pid_k, arrivals_ptr + tile, SPLIT_K):
-        total = summed_slices(slots, arrivals_ptr + tile, acc.shape[0], acc.shape[1], SPLIT_K)
+    partials = tile_partials(partials_ptr, tile, acc.shape[0], acc.shape[1], SPLIT_K, FUSED_REDUCE)
+    if arrives_last(acc, partials, pid_k, arrivals_ptr + tile, SPLIT_K, FUSED_REDUCE):
+        total = summed_partials(partials, arrivals_ptr + tile, acc.shape[0], acc.shape[1], SPLIT_K, FUSED_REDUCE)
         total = apply_scales(total, scale_a_ptr, scale_b_ptr, HAS_SCALES)
         total = add_row_bias(total, bias_ptr, offs_m, M, stride_bias, HAS_BIAS)
         tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, total.to(c_ptr.dtype.element_ty),
@@ -179,24 +182,47 @@ def finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, s
 
 
 @triton.jit
-def arrives_last(acc, slots, k_slice, counter, SPLIT_K: tl.constexpr):
-    """Store K slice k_slice's partial tile `acc` into its slot (`slots` points at the tile's first slot, element for
-    element; its SPLIT_K slots are consecutive, each a whole tile, row-major), then count the slice in on its tile's
-    `counter`: whether it is the last of the SPLIT_K to arrive (summed_slices is then its to do)."""
-    tl.store(slots + k_slice * acc.shape[0] * acc.shape[1], acc)
-    tl.debug_barrier()  # every thread's part of the slot is written before the count releases it
+def tile_partials(partials_ptr, tile, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, SPLIT_K: tl.constexpr,
+                  FUSED_REDUCE: tl.constexpr):
+    """Where a tile's K slices put their partial tiles, element for element (row-major): SLOT_SUM, the first of the
+    tile's SPLIT_K consecutive slots, a whole tile each; ATOMIC_SUM, the tile's one running sum (split_buffers)."""
+    tile_size = BLOCK_SIZE_M * BLOCK_SIZE_N
+    per_tile = tile_size if FUSED_REDUCE == ATOMIC_SUM else SPLIT_K * tile_size
+    return (partials_ptr + tile.to(tl.int64) * per_tile + tl.arange(0, BLOCK_SIZE_M)[:, None] * BLOCK_SIZE_N
+            + tl.arange(0, BLOCK_SIZE_N)[None, :])
+
+
+@triton.jit
+def arrives_last(acc, partials, k_slice, counter, SPLIT_K: tl.constexpr, FUSED_REDUCE: tl.constexpr):
+    """Put K slice k_slice's partial tile `acc` where its tile's partials go (tile_partials): SLOT_SUM, store it into
+    its own slot; ATOMIC_SUM, add it into the running sum. Then count the slice in on its tile's `counter`: whether it
+    is the last of the SPLIT_K to arrive (summed_partials is then its to do)."""
+    if FUSED_REDUCE == ATOMIC_SUM:
+        tl.atomic_add(partials, acc, sem="relaxed", scope="gpu")
+    else:
+        tl.store(partials + k_slice * acc.shape[0] * acc.shape[1], acc)
+    tl.debug_barrier()  # every thread's part is written (or added) before the count releases it
     return tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1
 
 
 @triton.jit
-def summed_slices(slots, counter, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, SPLIT_K: tl.constexpr):
-    """The last slice to arrive: every slot summed in slice order, so that the sum does not depend on which slice that
-    is; the counter set back to zero for the next launch (arrival_counters)."""
-    total = tl.load(slots, cache_modifier=".cg")
-    # unrolled, so that the loads are in flight together: one slot at a time (a loop) saves registers but took
-    # 60.5-60.7 against 59.7-59.9 us at 128x4096x14336 in the TMA family with 4 slices (BENCHMARKS.md, seventeenth run)
-    for s in tl.static_range(1, SPLIT_K):
-        total += tl.load(slots + s * BLOCK_SIZE_M * BLOCK_SIZE_N, cache_modifier=".cg")
+def summed_partials(partials, counter, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, SPLIT_K: tl.constexpr,
+                    FUSED_REDUCE: tl.constexpr):
+    """The last slice to arrive: the tile's sum, and the counter set back to zero for the next launch
+    (arrival_counters). SLOT_SUM: every slot summed in slice order, so that the sum does not depend on which slice
+    that is. ATOMIC_SUM: the running sum, set back to zero for the next launch (running_sums)."""
+    total = tl.load(partials, cache_modifier=".cg")
+    if FUSED_REDUCE == ATOMIC_SUM:
+        # every thread's load is done before any zero lands: the store may give an element to another thread than the
+        # load did (on the H100, 64x32 tiles with 4 warps lost 32 of each tile's sums so)
+        tl.debug_barrier()
+        tl.store(partials, tl.zeros_like(total))
+    else:
+        # unrolled, so that the loads are in flight together: one slot at a time (a loop) saves registers but took
+        # 60.5-60.7 against 59.7-59.9 us at 128x4096x14336 in the TMA family with 4 slices (BENCHMARKS.md,
+        # seventeenth run)
+        for s in tl.static_range(1, SPLIT_K):
+            total += tl.load(partials + s * BLOCK_SIZE_M * BLOCK_SIZE_N, cache_modifier=".cg")
     tl.store(counter, 0)
     return total
 
@@ -209,7 +235,7 @@ def matmul_tile_static_shape(
     stride_cm: tl.constexpr, stride_cn: tl.constexpr, stride_cs: tl.constexpr, stride_bias: tl.constexpr,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-    HAS_SCALES: tl.constexpr, FUSED_REDUCE: tl.constexpr = False,
+    HAS_SCALES: tl.constexpr, FUSED_REDUCE: tl.constexpr = 0,
 ):
     """matmul_tile with the sizes and strides as compile-time constants (STATIC_SHAPE): one binary per shape, whose
     grid walk, masks and K loop fold to constants. The run-time launchers use it; a generated module declares the
@@ -255,33 +281,50 @@ def partial_dtype(dtype_c):
     return torch.float32 if dtype_c.is_floating_point else torch.int32
 
 
-_arrival_counters: dict = {}
+_kept_zero: dict = {}
+
+
+def _kept_zero_buffer(device, purpose: str, numel: int, dtype):
+    """A zeroed buffer of at least `numel` elements for `purpose`, which every launch that uses it leaves zero again:
+    allocated once per device, stream, purpose and dtype and reused, so that no memset kernel runs before each
+    launch, which at launch-bound sizes would cost what summing inside the GEMM saves. One per stream, since launches
+    on two streams may run at once."""
+    device = torch.device(device)
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device, stream, purpose, dtype)
+    buffer = _kept_zero.get(key)
+    if buffer is None or buffer.numel() < numel:
+        buffer = _kept_zero[key] = torch.zeros(numel, dtype=dtype, device=device)
+    return buffer
 
 
 def arrival_counters(device, tiles: int):
-    """Zeroed int32 counters, one per output tile, for FUSED_REDUCE launches on `device`'s current stream. Every
-    launch leaves them zero again (finish_split_tile), so they are allocated once and reused: no memset kernel
-    before each launch, which at launch-bound sizes would cost what the fused reduction saves. One set per stream,
-    since launches on two streams may run at once."""
-    device = torch.device(device)
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    counters = _arrival_counters.get((device, stream))
-    if counters is None or counters.numel() < tiles:
-        counters = _arrival_counters[(device, stream)] = torch.zeros(tiles, dtype=torch.int32, device=device)
-    return counters
+    """Zeroed int32 counters, one per output tile, for FUSED_REDUCE launches on `device`'s current stream: the last
+    slice of each tile sets its counter back to zero (summed_partials)."""
+    return _kept_zero_buffer(device, "arrivals", tiles, torch.int32)
+
+
+def running_sums(device, elements: int, dtype):
+    """Zeroed running sums (`elements` of them: a whole tile per output tile) for ATOMIC_SUM launches on `device`'s
+    current stream, in the accumulator's type: the last slice of each tile sets its sum back to zero
+    (summed_partials)."""
+    return _kept_zero_buffer(device, "running sums", elements, dtype)
 
 
 def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
     """(what the kernel writes as C, partials_ptr, arrivals_ptr) of a launch: C itself without split K; the SPLIT_K
-    partial products (M, N each) for the reduction kernel; or with fused_reduce C, one partial tile per tile and
-    K slice, and the tiles' arrival counters."""
+    partial products (M, N each) for the reduction kernel; or with fused_reduce C, the tiles' partials
+    (tile_partials: a slot per tile and K slice, or a running sum per tile) and the tiles' arrival counters."""
     if config.SPLIT_K == 1:
         return c, None, None
     if config.reduction_kernel:
         return torch.empty((config.SPLIT_K, M, N), dtype=partial_dtype(c.dtype), device=c.device), None, None
     tiles = _grid(config, M, N)[0]
-    partials = torch.empty(tiles * config.SPLIT_K * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N,
-                           dtype=partial_dtype(c.dtype), device=c.device)
+    tile_size = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
+    if config.fused_reduce == ATOMIC_SUM.value:
+        partials = running_sums(c.device, tiles * tile_size, partial_dtype(c.dtype))
+    else:
+        partials = torch.empty(tiles * config.SPLIT_K * tile_size, dtype=partial_dtype(c.dtype), device=c.device)
     return c, partials, arrival_counters(c.device, tiles)
 
 

@@ -17,8 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters, arrives_last,
-                               ceil_div, dot_accumulate, grouped_tile, loaded_resources, mock_scales, summed_slices)
+from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
+                               arrives_last, ceil_div, dot_accumulate, grouped_tile, loaded_resources, mock_scales,
+                               running_sums, summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -124,7 +125,7 @@ def tma_persistent_tile(
     C_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
     EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
-    EDGE_STAGES2: tl.constexpr = None, SPLIT_K: tl.constexpr = 1,
+    EDGE_STAGES2: tl.constexpr = None, SPLIT_K: tl.constexpr = 1, FUSED_REDUCE: tl.constexpr = 0,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -138,8 +139,9 @@ def tma_persistent_tile(
     (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise.
 
     SPLIT_K > 1: every tile's K loop is cut into SPLIT_K slices, each a unit of work of its own, and the slices sum
-    their partial tiles themselves (split_k_part); `workspace` and `arrivals` are their scratch (split_k_scratch).
-    Not with STREAM_K or EDGE_N.
+    their partial tiles themselves (split_k_part), through a running sum per tile if FUSED_REDUCE is ATOMIC_SUM, else
+    through a slot per slice (SLOT_SUM); `workspace` and
+    `arrivals` are their scratch (split_k_scratch). Not with STREAM_K or EDGE_N.
 
     EDGE_N: the columns past the last whole BLOCK_SIZE_N tile are computed in tiles EDGE_N wide (edge_part),
     through `b_edge` and `c_edge`, B's and C's descriptors for such tiles (C itself when not C_TMA), their K loop
@@ -172,8 +174,8 @@ def tma_persistent_tile(
     if SPLIT_K > 1:
         split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
                      stride_cn, stride_bias, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N,
-                     BLOCK_SIZE_K, GROUP_SIZE_M, SPLIT_K, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
-                     HAS_SCALES)
+                     BLOCK_SIZE_K, GROUP_SIZE_M, SPLIT_K, FUSED_REDUCE, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE,
+                     HAS_BIAS, HAS_SCALES)
     else:
         # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
         # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
@@ -301,8 +303,8 @@ def stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspa
 def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials, arrivals, M, N, stride_cm,
                  stride_cn, stride_bias, num_pid_m, num_pid_n, k_tiles, acc_dtype: tl.constexpr,
                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                 GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
-                 C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                 GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED_REDUCE: tl.constexpr, A_COL: tl.constexpr,
+                 B_COL: tl.constexpr, C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
                  HAS_SCALES: tl.constexpr):
     """Every tile's K loop in SPLIT_K slices of consecutive K tiles, each slice a unit of work that the persistent
     programs walk as they walk tiles: where the tiles alone leave SMs idle (128x4096 in 32 tiles of 128x128 on 132
@@ -311,17 +313,16 @@ def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials
     Units run tile by tile (a tile's slices, then the next tile's), so a tile's slices run side by side on
     neighbouring programs, finish together, and the last of them reads the others' partials while they are fresh
     in L2: on the H100 (fp16, 128x128 tiles in 4 slices) 128x4096x14336 took 59.7-59.9 us so, against 61.1-61.2
-    with all tiles' first slices first (BENCHMARKS.md, seventeenth run). Each slice stores its partial tile in its own
-    slot (the tile's SPLIT_K slots are consecutive), then counts itself in on the tile's counter in `arrivals`; the
-    last to arrive sums the slots in slice order, so C does not depend on which slice that is, finishes the tile
-    (scales, bias, store) and sets the counter back to zero for the next launch (arrival_counters). Nobody waits
-    for anybody, so this holds in any order the programs run (the interpreter runs them one after another)."""
+    with all tiles' first slices first (BENCHMARKS.md, seventeenth run). Each slice puts its partial tile where the
+    tile's partials go (tile_partials: its own slot with SLOT_SUM, the tile's running sum with ATOMIC_SUM), then
+    counts itself in on the tile's counter in `arrivals`; the last to arrive takes the sum (summed_partials),
+    finishes the tile (scales, bias, store) and leaves the counter, and a running sum, zero for the next launch.
+    Nobody waits for anybody, so this holds in any order the programs run (the interpreter runs them one after
+    another)."""
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     tiles = num_pid_m * num_pid_n
     k_share = tl.cdiv(k_tiles, SPLIT_K)
-    slot_size = BLOCK_SIZE_M * BLOCK_SIZE_N
-    in_slot = tl.arange(0, BLOCK_SIZE_M)[:, None] * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)[None, :]
     for unit in tl.range(start, tiles * SPLIT_K, programs):
         tile_id = unit // SPLIT_K
         k_slice = unit - tile_id * SPLIT_K
@@ -330,9 +331,9 @@ def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials
         acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
         acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, k_first,
                               min(k_first + k_share, k_tiles), BLOCK_SIZE_K, A_COL, B_COL)
-        slots = partials + tile_id.to(tl.int64) * SPLIT_K * slot_size + in_slot
-        if arrives_last(acc, slots, k_slice, arrivals + tile_id, SPLIT_K):
-            total = summed_slices(slots, arrivals + tile_id, BLOCK_SIZE_M, BLOCK_SIZE_N, SPLIT_K)
+        tile_sums = tile_partials(partials, tile_id, BLOCK_SIZE_M, BLOCK_SIZE_N, SPLIT_K, FUSED_REDUCE)
+        if arrives_last(acc, tile_sums, k_slice, arrivals + tile_id, SPLIT_K, FUSED_REDUCE):
+            total = summed_partials(tile_sums, arrivals + tile_id, BLOCK_SIZE_M, BLOCK_SIZE_N, SPLIT_K, FUSED_REDUCE)
             epilogue_at(c, total, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, bias_ptr, scale_a_ptr, scale_b_ptr, M,
                         N, stride_cm, stride_cn, stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
 
@@ -540,10 +541,13 @@ def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
 
 
 def split_k_scratch(config: TileConfig, tiles: int, a, device) -> tuple:
-    """(workspace, arrivals) of a split-K launch (split_k_part): SPLIT_K partial-tile slots per tile, in the
-    accumulator's type, and the tiles' arrival counters, which every launch leaves zero (arrival_counters)."""
-    workspace = torch.empty(tiles * config.SPLIT_K * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N,
-                            dtype=_accumulator_dtype(a.dtype), device=device)
+    """(workspace, arrivals) of a split-K launch (split_k_part): SPLIT_K partial-tile slots per tile, or with
+    ATOMIC_SUM a running sum per tile (running_sums), in the accumulator's type, and the tiles' arrival counters;
+    every launch leaves the counters and running sums zero."""
+    tile_size = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
+    if config.fused_reduce == ATOMIC_SUM.value:
+        return running_sums(device, tiles * tile_size, _accumulator_dtype(a.dtype)), arrival_counters(device, tiles)
+    workspace = torch.empty(tiles * config.SPLIT_K * tile_size, dtype=_accumulator_dtype(a.dtype), device=device)
     return workspace, arrival_counters(device, tiles)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from string import Template
 
 from gen.naming import compiler_name, kernel_name, launcher_name, reduce_kernel_name
-from prune.config import FUSED_EDGE, HOPPER_KNOBS, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, HOPPER_KNOBS, Config
 from tuner.problem import GemmProblem
 
 FAMILY_SOURCE = Path(__file__).with_name("matmul_family.py")
@@ -101,7 +101,7 @@ def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, ar
                         WARP_SPECIALIZE=$WARP_SPECIALIZE, EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE, STREAM_K=$STREAM_K,
                         HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES, AFTER_COPIES=AFTER_COPIES, EDGE_N=EDGE_N,
                         EDGE_STAGES=EDGE_STAGES, EDGE_FUSED=EDGE_FUSED, EDGE_N2=EDGE_N2, EDGE_STAGES2=EDGE_STAGES2,
-                        SPLIT_K=$SPLIT_K)
+                        SPLIT_K=$SPLIT_K, FUSED_REDUCE=$FUSED_REDUCE)
 ''')
 
 _TMA_LAUNCHER = Template('''
@@ -144,6 +144,13 @@ def _options(config: Config) -> str:
         f'("{name}", {value!r}),' for name, value in config.launch_options.items()) + ")"
 
 
+def _fused_reduce(config: Config) -> str:
+    """The family's name for how the config's K slices sum their partials (FUSED_REDUCE), or 0 for neither way."""
+    if not config.FUSED_REDUCE:
+        return "0"
+    return "ATOMIC_SUM" if config.FUSED_REDUCE == ATOMIC_REDUCE else "SLOT_SUM"
+
+
 def _inlined(family_source: str) -> str:
     """A family module's source without its import block: in a generated file the plain family defines those names."""
     start, end = family_source.index(_IMPORTS_BEGIN), family_source.index(_IMPORTS_END)
@@ -181,8 +188,10 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             config_name=str(config), kernel=kernel_name(config), launcher=launcher_name(config),
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.reduction_kernel else "None",
-            **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in (*HOPPER_KNOBS, "FUSED_REDUCE")}},
-            fused_reduce=",\n                                 fused_reduce=True" if config.FUSED_REDUCE else "",
+            **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS},
+               "FUSED_REDUCE": _fused_reduce(config)},
+            fused_reduce=f",\n                                 fused_reduce={_fused_reduce(config)}.value"
+            if config.FUSED_REDUCE else "",
             FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE,
             options=_options(config), shape_parameters=_shape_parameters(config),
         )

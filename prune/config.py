@@ -47,10 +47,12 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
-# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE, which is 0, 1 or FUSED_EDGE.
+# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1 or FUSED_EDGE) and FUSED_REDUCE (0, 1 or ATOMIC_REDUCE).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
 # NARROW_EDGE's value for edge tiles computed in the K loop of their row's last whole tile (gen.tma_family.edge_part)
 FUSED_EDGE = 2
+# FUSED_REDUCE's value for K slices that add their partials into one running sum per tile (gen.matmul_family.ATOMIC_SUM)
+ATOMIC_REDUCE = 2
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
 CLUSTER_SIZES = (1, 2, 4, 8)
 # The value of each field that names and results entries leave out: unset AMD knobs (None) are left out too.
@@ -79,14 +81,16 @@ def minimum_value(field: str) -> int:
 
 
 def largest_switch_value(switch: str) -> int:
-    """Largest legal value of a switch: 1 (on), or FUSED_EDGE for NARROW_EDGE."""
-    return FUSED_EDGE if switch == "NARROW_EDGE" else 1
+    """Largest legal value of a switch: 1 (on), FUSED_EDGE for NARROW_EDGE, ATOMIC_REDUCE for FUSED_REDUCE."""
+    return {"NARROW_EDGE": FUSED_EDGE, "FUSED_REDUCE": ATOMIC_REDUCE}.get(switch, 1)
 
 
 def switch_values(field: str) -> str:
     """The legal values of a switch, for error messages."""
     if field == "NARROW_EDGE":
         return f"0 (off), 1 (narrow edge tiles) or {FUSED_EDGE} (fused with the last whole tile)"
+    if field == "FUSED_REDUCE":
+        return f"0 (a reduction kernel), 1 (a slot per K slice) or {ATOMIC_REDUCE} (atomic adds into one sum)"
     return "0 (off) or 1 (on)"
 
 
@@ -155,7 +159,10 @@ class Config:
     NARROW_EDGE: int = 0
     # 1 (with SPLIT_K > 1): a tile's K slices sum their partial products themselves, the last to finish adding the
     # others' into C in slice order (gen.matmul_family.finish_split_tile), instead of a reduction kernel after the
-    # GEMM: one launch instead of two. The TMA family splits K only so (gen.tma_family.split_k_part).
+    # GEMM: one launch instead of two. The TMA family splits K only so, or as ATOMIC_REDUCE (gen.tma_family.
+    # split_k_part). ATOMIC_REDUCE (2): each slice adds its partial into the tile's one running sum (atomic adds), and
+    # the last to finish reads that one sum: less for it to read than SPLIT_K slots, but the adds come in no set order,
+    # so floating-point sums may differ in their last bits from launch to launch.
     FUSED_REDUCE: int = 0
 
     def __post_init__(self) -> None:
@@ -174,7 +181,7 @@ class Config:
             if name == "num_ctas" and value not in CLUSTER_SIZES:
                 raise ValueError(f"num_ctas must be one of {CLUSTER_SIZES}, got {value!r}")
         if self.PERSISTENT_TMA and self.SPLIT_K > 1 and not self.FUSED_REDUCE:
-            raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 (the TMA family has no reduction "
+            raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 or 2 (the TMA family has no reduction "
                              "kernel; its K slices sum their partials themselves)")
 
     def __str__(self) -> str:

@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass, fields, replace
 
 from prune.config import (
+    ATOMIC_REDUCE,
     CLUSTER_SIZES,
     FUSED_EDGE,
     HOPPER_KNOBS,
@@ -28,7 +29,7 @@ class RangeSpace:
     num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
     num_ctas: tuple[int, ...] = (1,)  # CTAs per program (thread-block cluster), in either kernel family
     static_shape: tuple[int, ...] = (0,)  # 1: sizes and strides as compile-time constants (plain family)
-    fused_reduce: tuple[int, ...] = (0,)  # 1: split-K partials summed inside the GEMM (plain family)
+    fused_reduce: tuple[int, ...] = (0,)  # 1, ATOMIC_REDUCE: split-K partials summed inside the GEMM
     # AMD-only knobs: (None,) means not set, as on NVIDIA
     waves_per_eu: tuple[int | None, ...] = (None,)
     matrix_instr_nonkdim: tuple[int | None, ...] = (None,)
@@ -81,10 +82,11 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
 # NARROW_EDGE joins it, both ways (1 and FUSED_EDGE); the rules keep it only where N leaves a last column of tiles
 # at least a quarter empty.
-# FUSED_REDUCE joins it; the rules keep it only for split-K configs, and in the TMA family every split-K config has
-# it (the family has no reduction kernel).
+# FUSED_REDUCE joins it, both ways (1 and ATOMIC_REDUCE: each won at some shape on the H100, BENCHMARKS.md, nineteenth
+# run); the rules keep it only for split-K configs, and in the TMA family every split-K config has it (the family has
+# no reduction kernel).
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                        fused_reduce=(0, 1), swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
+                        fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as do STATIC_SHAPE and
 # FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.

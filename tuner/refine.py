@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, Config
 from tuner.halving import ranked
 
 TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M", "FUSED_REDUCE")  # what round 1 varies within a shape
@@ -38,6 +38,11 @@ TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M", "FUSED_REDUCE")  # what round 1 va
 # summing the slices of a large tile costs more than the reduction kernel (1024x1024x16384, 128x256 tiles in 4
 # slices: 81.1 against 66.9 us; BENCHMARKS.md, sixteenth run). A TMA split-K shape has only its FUSED_REDUCE variant.
 FUSED_REDUCE_MAX_TILE = 64 * 128
+# From this many K slices on, a shape is represented by its ATOMIC_REDUCE variant, whichever its tile: the slices add
+# into one running sum, so the last one reads one tile instead of a slot per slice (H100, 128x256x65536 fp16: 31.6
+# against 35.2 us with 64x64 tiles in 16 slices, 35.2 against 65.3 with 128x128 TMA tiles in 64). With fewer slices
+# the slots cost no more (1024^3, 128x128 TMA tiles in 2 slices: 14.9 against 18.0 us; BENCHMARKS.md, nineteenth run).
+ATOMIC_REDUCE_MIN_SPLIT = 8
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,14 @@ def _group_distance(group_m: int, preferred: int) -> tuple[float, int]:
 
 
 def fused_reduce_preferred(config: Config) -> int:
-    """The FUSED_REDUCE value of a shape's representative: fused for split-K tiles up to FUSED_REDUCE_MAX_TILE."""
-    return int(config.SPLIT_K > 1 and config.BLOCK_SIZE_M * config.BLOCK_SIZE_N <= FUSED_REDUCE_MAX_TILE)
+    """The FUSED_REDUCE value of a shape's representative: ATOMIC_REDUCE from ATOMIC_REDUCE_MIN_SPLIT slices on;
+    below that a slot per slice for split-K tiles up to FUSED_REDUCE_MAX_TILE and every TMA split (the TMA family has
+    no reduction kernel), else the reduction kernel (0)."""
+    if config.SPLIT_K == 1:
+        return 0
+    if config.SPLIT_K >= ATOMIC_REDUCE_MIN_SPLIT:
+        return ATOMIC_REDUCE
+    return int(bool(config.PERSISTENT_TMA) or config.BLOCK_SIZE_M * config.BLOCK_SIZE_N <= FUSED_REDUCE_MAX_TILE)
 
 
 def shapes(configs: Sequence[Config]) -> dict[tuple, list[Config]]:

@@ -12,13 +12,14 @@ from helpers import problem
 
 from gen import render, write_module
 from gen.loader import load_module
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, Config
 from tuner.run_knobs import INIT_TYPES
 
 SPLIT_K_1 = Config(16, 16, 16, 1, 1, 1, 1)
 SPLIT_K_4 = Config(16, 16, 16, 1, 4, 1, 1)
 SPLIT_K_2 = Config(32, 16, 32, 2, 2, 1, 2)
 SPLIT_K_4_FUSED = replace(SPLIT_K_4, FUSED_REDUCE=1)
+SPLIT_K_4_ATOMIC = replace(SPLIT_K_4, FUSED_REDUCE=ATOMIC_REDUCE)
 
 
 def _module(tmp_path, p, configs):
@@ -26,7 +27,7 @@ def _module(tmp_path, p, configs):
     return load_module(str(path))
 
 
-@pytest.mark.parametrize("config", [SPLIT_K_1, SPLIT_K_4, SPLIT_K_2, SPLIT_K_4_FUSED], ids=str)
+@pytest.mark.parametrize("config", [SPLIT_K_1, SPLIT_K_4, SPLIT_K_2, SPLIT_K_4_FUSED, SPLIT_K_4_ATOMIC], ids=str)
 @pytest.mark.parametrize("col_a", [False, True])
 def test_bias_is_added_once_per_row_with_and_without_split_k(tmp_path, interpreter_env, config, col_a):
     p = replace(problem(33, 17, 64, col_a=col_a), bias=True)
@@ -51,7 +52,8 @@ def test_the_check_fails_a_kernel_that_drops_the_bias(tmp_path, interpreter_env)
 
 
 def test_bias_uses_the_shared_epilogue_helper():
-    source = render(replace(problem(16, 16, 16), bias=True), [SPLIT_K_1, SPLIT_K_2, SPLIT_K_4_FUSED], "x.py")
+    source = render(replace(problem(16, 16, 16), bias=True), [SPLIT_K_1, SPLIT_K_2, SPLIT_K_4_FUSED, SPLIT_K_4_ATOMIC],
+                    "x.py")
     assert "def add_row_bias(" in source and "bias=True" in source
     # called from the tile kernel (SPLIT_K 1), the split-K reduction and the fused one, nowhere per config
     assert source.count("= add_row_bias(") == 3
@@ -90,12 +92,28 @@ def test_bias_vector_follows_init_type(interpreter_env, tmp_path):
 def test_arrival_counters_are_made_once_per_device_and_stream_and_grow_when_more_tiles_need_them(interpreter_env,
                                                                                                   tmp_path):
     module = _module(tmp_path, problem(33, 17, 64), [SPLIT_K_4_FUSED])
-    module._arrival_counters.clear()
+    module._kept_zero.clear()
     first = module.arrival_counters("cpu", 6)
     assert first.dtype == torch.int32 and first.numel() == 6 and not first.any()
     assert module.arrival_counters("cpu", 4) is first  # reused: no allocation, no memset, per launch
     grown = module.arrival_counters("cpu", 9)
     assert grown.numel() == 9 and not grown.any() and module.arrival_counters("cpu", 9) is grown
+    # the running sums of int8 products are int32 too, but never the counters
+    sums = module.running_sums("cpu", 9, torch.int32)
+    assert sums is not grown and module.running_sums("cpu", 5, torch.int32) is sums and not sums.any()
+    assert module.running_sums("cpu", 9, torch.float32) is not sums
+
+
+@pytest.mark.parametrize("dtype, dtype_c", [("fp16", "fp16"), ("bf16", "fp32"), ("fp8", "fp16"), ("int8", "int32")])
+def test_atomic_sums_match_float64_and_are_left_zero_for_the_next_launch(interpreter_env, tmp_path, dtype, dtype_c):
+    # 2 x 2 tiles in 4 slices of 2 K tiles each, the last cut; int8 sums exactly
+    module = _module(tmp_path, problem(33, 17, 120, dtype, dtype_c=dtype_c), [SPLIT_K_4_ATOMIC])
+    launcher = module.LAUNCHERS[str(SPLIT_K_4_ATOMIC)]
+    for seed in (1, 2):  # the second launch adds into the sums the first left
+        assert module.check_config(launcher, module.PROBLEM, "cpu", seed=seed) <= module.PROBLEM.tolerance
+    [sums] = [buffer for (_, _, purpose, _), buffer in module._kept_zero.items() if purpose == "running sums"]
+    assert sums.numel() >= 4 * 16 * 16 and not sums.any()
+    assert sums.dtype == (torch.int32 if dtype == "int8" else torch.float32)
 
 
 def test_a_fused_reduction_gives_the_reduction_kernels_bits(interpreter_env, tmp_path):

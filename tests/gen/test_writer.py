@@ -16,7 +16,7 @@ from dataclasses import replace
 from gen import generated_filename, render, write_module
 from gen.loader import load_module
 from gen.naming import config_of_kernel, kernel_name, reduce_kernel_name
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, Config
 
 CONFIGS = [Config(16, 16, 16, 1, 1, 1, 1), Config(32, 16, 32, 2, 2, 1, 2), Config(16, 32, 16, 1, 4, 2, 1)]
 
@@ -113,7 +113,9 @@ def test_static_shape_configs_match_float64_at_an_odd_size(tmp_path, interpreter
 
 # Split-K configs whose K slices sum their partials themselves: one kernel, no reduction kernel after it.
 FUSED_CONFIGS = [Config(16, 16, 16, 1, 4, 1, 2, FUSED_REDUCE=1), Config(32, 16, 32, 2, 2, 4, 2, FUSED_REDUCE=1),
-                 Config(16, 32, 16, 1, 2, 2, 1, STATIC_SHAPE=1, FUSED_REDUCE=1)]
+                 Config(16, 32, 16, 1, 2, 2, 1, STATIC_SHAPE=1, FUSED_REDUCE=1),
+                 Config(16, 16, 16, 1, 4, 1, 2, FUSED_REDUCE=ATOMIC_REDUCE),
+                 Config(16, 32, 16, 1, 2, 2, 1, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)]
 
 
 def test_a_fused_reduction_config_has_no_reduction_kernel_and_says_so_in_its_tile_config():
@@ -122,8 +124,10 @@ def test_a_fused_reduction_config_has_no_reduction_kernel_and_says_so_in_its_til
     jitted = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert [c for c in FUSED_CONFIGS if reduce_kernel_name(c) in jitted] == []
     assert reduce_kernel_name(CONFIGS[1]) in jitted  # its twin without the knob keeps its reduction kernel
-    assert source.count("fused_reduce=True") == len(FUSED_CONFIGS)
-    assert source.count("FUSED_REDUCE=True") == len(FUSED_CONFIGS) and "FUSED_REDUCE=False" in source
+    # each says by name how its slices sum their partials
+    assert source.count("fused_reduce=SLOT_SUM.value") == source.count("FUSED_REDUCE=SLOT_SUM)") == 3
+    assert source.count("fused_reduce=ATOMIC_SUM.value") == source.count("FUSED_REDUCE=ATOMIC_SUM)") == 2
+    assert "FUSED_REDUCE=0)" in source  # the twin with a reduction kernel
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
@@ -138,7 +142,7 @@ def test_fused_reduction_configs_match_float64_in_one_launch(tmp_path, interpret
             error, _, grid = spied_check(monkeypatch, module, config, seed=seed)
             assert error <= p.dtype_a.tolerance, (config, error)
         assert grid == (-(-33 // config.BLOCK_SIZE_M) * -(-17 // config.BLOCK_SIZE_N), config.SPLIT_K)
-    assert all(not counters.any() for counters in module._arrival_counters.values())
+    assert all(not buffer.any() for buffer in module._kept_zero.values())  # counters and running sums
 
 
 # num_ctas=2: Triton runs each program as a cluster of two CTAs that split its tile; the grid stays one program per

@@ -14,7 +14,7 @@ from helpers import problem
 from gen import write_module
 from gen.loader import load_module
 from profiling.baselines import baseline_for, baseline_label
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, Config
 from tuner.cli import main
 
 HAS_CUDA = torch.cuda.is_available()
@@ -28,6 +28,7 @@ CONFIGS = [
     Config(128, 128, 128, 8, 1, 8, 3),
     Config(64, 32, 32, 1, 4, 4, 2),
     Config(64, 32, 32, 1, 4, 4, 2, FUSED_REDUCE=1),  # the partials summed in the GEMM, scaled once
+    Config(64, 32, 32, 1, 4, 4, 2, FUSED_REDUCE=ATOMIC_REDUCE),  # added into one sum per tile, scaled once
     Config(16, 64, 128, 1, 2, 4, 4),
 ]
 SIZES = [  # M, N, K, col_a, col_b

@@ -16,7 +16,7 @@ from gen import write_module
 from profiling.cache_flush import FLUSH_KERNEL, CacheFlush
 from gen.loader import load_module
 from profiling.job import ChildJob
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, Config
 from tuner.cli import main
 from tuner.gpus import pinning_env
 
@@ -42,7 +42,8 @@ def space(tmp_path):
 
 
 @pytest.mark.parametrize("config", [Config(64, 64, 32, 1, 1, 4, 3), Config(64, 64, 32, 1, 4, 4, 3),
-                                    Config(64, 64, 32, 1, 4, 4, 3, FUSED_REDUCE=1)], ids=str)
+                                    Config(64, 64, 32, 1, 4, 4, 3, FUSED_REDUCE=1),
+                                    Config(64, 64, 32, 1, 4, 4, 3, FUSED_REDUCE=ATOMIC_REDUCE)], ids=str)
 def test_compiled_bias_epilogue_matches_float64(tmp_path, config):
     p = replace(problem(1000, 520, 2048), bias=True)
     path = write_module(p, [config], tmp_path)

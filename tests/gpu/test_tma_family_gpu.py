@@ -13,7 +13,7 @@ from helpers import problem, spied
 from gen import write_module
 from gen.loader import load_module
 from gen.naming import kernel_name
-from prune.config import FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import RULES_BY_NAME
 
@@ -105,6 +105,8 @@ SPLIT_CONFIGS = [
     Config(128, 128, 64, 8, 2, 8, 4, PERSISTENT_TMA=1, FUSED_REDUCE=1),
     Config(128, 256, 64, 8, 4, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, FUSED_REDUCE=1),
     Config(64, 128, 128, 4, 2, 4, 4, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+    Config(64, 64, 128, 1, 16, 4, 4, PERSISTENT_TMA=1, FUSED_REDUCE=ATOMIC_REDUCE),
+    Config(128, 128, 64, 8, 2, 8, 4, PERSISTENT_TMA=1, FUSED_REDUCE=ATOMIC_REDUCE),
 ]
 SPLIT_SIZES = [
     (1024, 1024, 16384, False, False),
@@ -122,17 +124,20 @@ def test_split_k_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
     assert set(ahead.values()) == {"ok"}, ahead
     again = tmp_path / "again"
     again.mkdir()
-    module = load_module(write_module(p, SPLIT_CONFIGS[:1], again))
-    for seed in (8, 9):  # the second launch finds the arrival counters the first left
-        assert module.check_config(module.LAUNCHERS[str(SPLIT_CONFIGS[0])], module.PROBLEM, "cuda", seed=seed) <= (
-            p.dtype_a.tolerance)
-        assert all(not counters.any() for counters in module._arrival_counters.values())
+    module = load_module(write_module(p, [SPLIT_CONFIGS[0], SPLIT_CONFIGS[-1]], again))
+    for config in (SPLIT_CONFIGS[0], SPLIT_CONFIGS[-1]):
+        for seed in (8, 9):  # the second launch finds the arrival counters (and running sums) the first left
+            assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed) <= (
+                p.dtype_a.tolerance)
+            assert all(not buffer.any() for buffer in module._kept_zero.values())
 
 
 @pytest.mark.parametrize("dtype, dtype_c", [("fp8", "fp16"), ("int8", "int32")])
 def test_split_k_8_bit_inputs_with_the_bias_compiled_ahead_and_correct(tmp_path, dtype, dtype_c):
     p = replace(problem(1000, 1000, 8192, dtype, col_b=True, dtype_c=dtype_c), bias=dtype != "int8")
-    _check_compiled_ahead(tmp_path, p, [Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1, FUSED_REDUCE=1)])
+    _check_compiled_ahead(tmp_path, p, [Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+                                        Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1,
+                                               FUSED_REDUCE=ATOMIC_REDUCE)])
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

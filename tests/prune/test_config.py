@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.naming import kernel_name
-from prune.config import (AMD_KNOBS, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, Config, ConfigNameError,
+from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, Config, ConfigNameError,
                           minimum_value)
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
@@ -145,8 +145,11 @@ def test_fused_reduce_prints_as_fr_after_static_shape_and_reads_back():
     assert str(fused) == "BM16_BN64_BK256_GM1_SK4_nW2_nS4_SS1_FR1"
     assert Config.parse(str(fused)) == fused and Config.from_mapping(fused.as_dict()) == fused
     assert "FUSED_REDUCE" not in replace(fused, FUSED_REDUCE=0).as_dict()
-    with pytest.raises(ValueError, match="FUSED_REDUCE must be 0"):
-        Config(16, 16, 16, FUSED_REDUCE=2)
+    with pytest.raises(ValueError, match="FUSED_REDUCE must be 0 .* or 2 .atomic adds"):
+        Config(16, 16, 16, FUSED_REDUCE=3)
+    atomic = replace(fused, FUSED_REDUCE=ATOMIC_REDUCE)
+    assert str(atomic) == "BM16_BN64_BK256_GM1_SK4_nW2_nS4_SS1_FR2" and Config.parse(str(atomic)) == atomic
+    assert Config.from_mapping(atomic.as_dict()) == atomic and not atomic.reduction_kernel
     assert replace(fused, FUSED_REDUCE=0).reduction_kernel and not fused.reduction_kernel
     assert not Config(16, 64, 256).reduction_kernel  # no split, nothing to reduce
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import problem
 
 from prune import FULL_SPACE, PruneResult, RangeSpace, prune
-from prune.config import FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
     FAMILY_RULES,
@@ -572,8 +572,8 @@ def test_prune_counts_add_up(full_results, p, device):
     assert isinstance(result, PruneResult)
     # 49 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each
     # with NARROW_EDGE 0, 1 and FUSED_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE and
-    # FUSED_REDUCE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 2 * 49
+    # FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 49
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -604,21 +604,23 @@ def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
 
 
 def test_prune_known_counts_on_interpreter(full_results):
-    # README: "4096^3 fp16 on H100: 2254 (982 plain, 1272 TMA); 16x4096x4096: 6475, 428 of them STATIC_SHAPE and
-    # 2833 FUSED_REDUCE"
+    # README: "4096^3 fp16 on H100: 2254 (982 plain, 1272 TMA); 16x4096x4096: 9308, 642 of them STATIC_SHAPE and
+    # 5666 FUSED_REDUCE"
     big = full_results[(BIG, IP.name)]
     assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 982
     assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1272
     assert not any(c.STATIC_SHAPE for c in big.configs)  # 4096^3 is not launch-bound
     skinny = full_results[(SKINNY, IP.name)].configs
-    assert len(skinny) == 6475  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
-    assert len([c for c in skinny if c.STATIC_SHAPE]) == 428
-    # each split-K config twice, its partials summed by a reduction kernel or in the GEMM
-    assert len([c for c in skinny if c.FUSED_REDUCE]) == len([c for c in skinny if c.SPLIT_K > 1]) // 2 == 2833
+    assert len(skinny) == 9308  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
+    assert len([c for c in skinny if c.STATIC_SHAPE]) == 642
+    # each split-K config three times, its partials summed by a reduction kernel, in slots or atomically in the GEMM
+    splits = len([c for c in skinny if c.SPLIT_K > 1])
+    assert len([c for c in skinny if c.FUSED_REDUCE == 1]) == splits // 3 == 2833
+    assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
     # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 49 family variants, with and
-    # without STATIC_SHAPE and FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 49 * 2 * 2 * 48_000
-    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 2  # FUSED_REDUCE with SPLIT_K 1
+    # without STATIC_SHAPE, and with each FUSED_REDUCE
+    assert big.removed_by_rule["split_k"] == 49 * 2 * 3 * 48_000
+    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2  # FUSED_REDUCE 1, 2 with SPLIT_K 1
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from helpers import SMALL_SPACE_YAML
-from prune.config import FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
 from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, space_from_mapping
 
 
@@ -21,8 +21,8 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
-                                    static_shape=(0, 1), fused_reduce=(0, 1), swap_ab=(0, 1), align_rows=(0, 1),
-                                    narrow_edge=(0, 1, FUSED_EDGE))
+                                    static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
+                                    align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
@@ -43,17 +43,17 @@ def test_full_space_bounds():
 
 def test_full_space_len_matches_configs():
     tiles = FULL_SPACE.tile_configs()
-    # 62,500 tile shapes, each with and without STATIC_SHAPE and FUSED_REDUCE
-    assert len(tiles) == len(set(tiles)) == 250_000
+    # 62,500 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert len(tiles) == len(set(tiles)) == 375_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
-    assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=1)
+    assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1 and FUSED_EDGE:
     # the other knobs exist only with TMA
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
     assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 49
     assert sorted(families[1:]) == [(1, ws, es, 0, swap, align, edge) for ws in (0, 1) for es in (0, 1)
                                     for swap in (0, 1) for align in (0, 1) for edge in (0, 1, FUSED_EDGE)]
-    assert len(FULL_SPACE) == 49 * 250_000
+    assert len(FULL_SPACE) == 49 * 375_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
@@ -109,8 +109,8 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    # x 49 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 49 * 2 * 2
+    # x 49 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 49 * 2 * 3
 
 
 def test_space_from_small_space_yaml(small_space):
@@ -137,6 +137,11 @@ def test_mapping_without_tma_drops_its_knobs():
     assert space_from_mapping({"NARROW_EDGE": [FUSED_EDGE]}, "x").narrow_edge == (FUSED_EDGE,)
     with pytest.raises(ValueError, match="NARROW_EDGE values must be 0 .*, 1 .* or 2 "):
         space_from_mapping({"NARROW_EDGE": [3]}, "x")
+    # the atomic running sums are asked for, or left out for kernels whose bits never change
+    assert space_from_mapping({"FUSED_REDUCE": [2, 0]}, "x").fused_reduce == (0, ATOMIC_REDUCE)
+    assert space_from_mapping({"FUSED_REDUCE": [0, 1]}, "x").fused_reduce == (0, 1)
+    with pytest.raises(ValueError, match="FUSED_REDUCE values must be 0 .*, 1 .* or 2 .atomic adds"):
+        space_from_mapping({"FUSED_REDUCE": [3]}, "x")
 
 
 def test_a_space_file_asks_for_clusters():

@@ -12,7 +12,7 @@ import torch
 from helpers import KernelSpy
 
 from gen import matmul_family, tma_family
-from prune.config import FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
 from runtime import kernels
 from tuner.dtypes import DTYPES
 
@@ -88,7 +88,7 @@ def test_a_fused_reduction_config_sums_its_partials_in_its_one_launch_on_each_sh
     kernels.launcher_for(config)(a, b, c)  # more tiles than the first shape: more arrival counters
     assert matmul_family.relative_error(c, a, b) <= DTYPES["fp16"].tolerance
     assert tile.grids == [(3 * 3, 2), (4 * 4, 2)] and reduction.launches == []
-    assert all(kwargs["FUSED_REDUCE"] is True for _, kwargs in tile.launches)
+    assert all(kwargs["FUSED_REDUCE"] == 1 for _, kwargs in tile.launches)
     assert tile.named(1)["c_ptr"] is c and tile.named(1)["arrivals_ptr"].numel() >= 4 * 4  # C itself, one launch
 
 
@@ -104,6 +104,16 @@ def test_a_tma_split_k_config_walks_its_slices_on_one_grid_of_persistent_program
     assert [kwargs["SPLIT_K"] for _, kwargs in spy.launches] == [2, 2]
     assert spy.named(1)["arrivals"].numel() >= 8 and not spy.named(1)["arrivals"].any()
     assert spy.named(1)["workspace"].numel() == 8 * 2 * 64 * 64  # a slot per tile and slice
+
+
+def test_an_atomic_tma_split_adds_into_running_sums_it_leaves_zero(spy_on):
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    config = Config(64, 64, 32, 1, 4, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    for _ in range(2):
+        assert _error(config) <= DTYPES["fp16"].tolerance
+    assert [kwargs["FUSED_REDUCE"] for _, kwargs in spy.launches] == [ATOMIC_REDUCE, ATOMIC_REDUCE]
+    sums = spy.named(1)["workspace"]
+    assert sums is spy.named(0)["workspace"] and sums.numel() >= 6 * 64 * 64 and not sums.any()  # a sum per tile
 
 
 def test_a_swapped_config_launches_the_tma_kernel_on_c_transposed(spy_on):

@@ -11,9 +11,9 @@ import pytest
 from helpers import problem
 
 from prune import RangeSpace, prune
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, Config
 from prune.device import INTERPRETER_PROFILE
-from tuner.refine import (FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined, representatives,
+from tuner.refine import (ATOMIC_REDUCE_MIN_SPLIT, FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined, representatives,
                           shape_of, shapes, times_whole_space)
 
 PLAN = RefinePlan(stages=4, group_m=8, keep=2, margin=0.03, max_keep=3, final=3)
@@ -42,6 +42,20 @@ def test_a_split_k_shape_is_represented_by_its_fused_reduction_for_small_tiles_o
                for fused in (0, 1)]
     [rep] = representatives(configs, PLAN)
     assert rep.FUSED_REDUCE == expected and (block_m * block_n <= FUSED_REDUCE_MAX_TILE) == bool(expected)
+    assert (rep.num_stages, rep.GROUP_SIZE_M) == (4, 8)
+
+
+@pytest.mark.parametrize(("block_m", "block_n", "split_k", "tma", "expected"), [
+    (16, 64, 8, 0, ATOMIC_REDUCE), (128, 128, 16, 0, ATOMIC_REDUCE), (64, 64, 16, 1, ATOMIC_REDUCE),
+    (128, 128, 64, 1, ATOMIC_REDUCE), (64, 64, 4, 0, 1), (128, 128, 4, 0, 0), (128, 128, 2, 1, 1), (128, 256, 4, 1, 1),
+])
+def test_many_k_slices_are_represented_by_their_atomic_sum_and_a_tma_split_by_its_slots_below(block_m, block_n,
+                                                                                              split_k, tma, expected):
+    # a TMA split has no reduction kernel: its shape holds the slot and atomic variants only
+    configs = [replace(config, SPLIT_K=split_k, FUSED_REDUCE=fused, PERSISTENT_TMA=tma)
+               for config in _variants(block_m, block_n) for fused in ((1, 2) if tma else (0, 1, 2))]
+    [rep] = representatives(configs, PLAN)
+    assert rep.FUSED_REDUCE == expected and (split_k >= ATOMIC_REDUCE_MIN_SPLIT) == (expected == ATOMIC_REDUCE)
     assert (rep.num_stages, rep.GROUP_SIZE_M) == (4, 8)
 
 
