@@ -99,6 +99,16 @@ def space_for(vendor: str) -> RangeSpace:
     return AMD_SPACE if vendor == "amd" else FULL_SPACE
 
 
+def deterministic(space: RangeSpace) -> RangeSpace:
+    """`space` without the configs whose C may differ in its last bits from launch to launch: those whose split-K
+    slices add their partials into a running sum in no set order (FUSED_REDUCE = ATOMIC_REDUCE)."""
+    kept = tuple(value for value in space.fused_reduce if value != ATOMIC_REDUCE)
+    if not kept:
+        raise ValueError(f"FUSED_REDUCE values {list(space.fused_reduce)} hold only atomic sums, which are not "
+                         "deterministic: add 0 or 1")
+    return replace(space, fused_reduce=kept)
+
+
 _SPACE_KEYS = {
     "BLOCK_SIZE_M": "block_m", "BLOCK_SIZE_N": "block_n", "BLOCK_SIZE_K": "block_k", "GROUP_SIZE_M": "group_m",
     "SPLIT_K": "split_k", "num_warps": "num_warps", "num_stages": "num_stages", "num_ctas": "num_ctas",

@@ -16,7 +16,7 @@ from rich.console import Console
 from profiling import PROFILERS, choose_profiler
 from profiling.postprocess import STATISTICS
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
-from prune.space import RangeSpace, space_for, space_from_mapping
+from prune.space import RangeSpace, deterministic, space_for, space_from_mapping
 from reporting.outputs import EXPORTERS, keep_timings, plan_outputs, write_outputs
 from tuner import benchmark, run_knobs
 from tuner.checkpoint import Checkpoint, discard
@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--statistic", choices=STATISTICS, default="median",
                         help="median of the timed launches, or the seed's 'last' launch")
     parser.add_argument("--space", type=Path, help="YAML mapping config field -> values replacing the full space")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="only configs whose C is the same bit for bit every launch: no split-K partials added "
+                             "atomically into a running sum (FUSED_REDUCE 2)")
     parser.add_argument("--config_timeout", type=float,
                         help="seconds a config may run without progress before it is killed as hung "
                              "(default 60; 300 with --no_warmup or --interpret, where the child compiles or interprets)")
@@ -133,7 +136,15 @@ def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeReque
     return [SizeRequest(replace(defaults, M=args.m, N=args.n, K=args.k), None)]
 
 
-def _space(path: Path | None, vendor: str) -> RangeSpace:
+def _space(path: Path | None, vendor: str, bitwise_repeatable: bool) -> RangeSpace:
+    space = _read_space(path, vendor)
+    try:
+        return deterministic(space) if bitwise_repeatable else space
+    except ValueError as error:
+        raise UserError(f"--deterministic: {error}") from None
+
+
+def _read_space(path: Path | None, vendor: str) -> RangeSpace:
     if path is None:
         return space_for(vendor)
     try:
@@ -275,7 +286,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     requests = _requests(args, defaults)
     device, gpus = _device(args)
     pinned = not args.interpret and (args.ngpus is not None or args.gpu_ids is not None)
-    space = _space(args.space, device.vendor)
+    space = _space(args.space, device.vendor, args.deterministic)
     for index, request in enumerate(requests):
         where = f"{args.gemm_size_file} entry {index + 1}" if args.gemm_size_file else "size"
         check_fits(request.problem, device.memory_bytes, where)

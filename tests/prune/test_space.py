@@ -9,7 +9,7 @@ import yaml
 
 from helpers import SMALL_SPACE_YAML
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
-from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, space_from_mapping
+from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, deterministic, space_from_mapping
 
 
 def test_full_space_ranges_are_the_documented_ones():
@@ -208,3 +208,11 @@ def test_non_power_of_two_allowed_outside_block_sizes():
 def test_space_from_mapping_rejects_non_mapping(document):
     with pytest.raises(ValueError, match=r"^where\.yaml: must be a mapping"):
         space_from_mapping(document, "where.yaml")
+
+
+def test_a_deterministic_space_drops_only_the_atomic_sums():
+    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1))
+    assert deterministic(AMD_SPACE) == AMD_SPACE  # never had them
+    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2
+    with pytest.raises(ValueError, match="only atomic sums"):
+        deterministic(replace(FULL_SPACE, fused_reduce=(ATOMIC_REDUCE,)))

@@ -108,6 +108,31 @@ def test_bad_space_file_is_refused(tmp_path, capsys):
     assert "BLOCK_SIZE_M" in capsys.readouterr().err
 
 
+SPLIT_SPACE = ("BLOCK_SIZE_M: [16]\nBLOCK_SIZE_N: [16]\nBLOCK_SIZE_K: [16]\nGROUP_SIZE_M: [1]\nSPLIT_K: [2]\n"
+               "num_warps: [1]\nnum_stages: [1]\nSTATIC_SHAPE: [0]\nPERSISTENT_TMA: [0]\n")
+
+
+@pytest.mark.parametrize(("flags", "space_size"), [((), 3), (("--deterministic",), 2)])
+def test_deterministic_leaves_the_atomic_sums_out_of_the_space(tmp_path, monkeypatch, capsys, flags, space_size):
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "space.yaml"
+    space.write_text(SPLIT_SPACE + "FUSED_REDUCE: [0, 1, 2]\n")
+    code, results = _tune(tmp_path, space, "-m", "16", "-n", "16", "-k", "64", extra=flags)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"{space_size} of {space_size} configs survive pruning" in out  # each way the slices sum, or all but one
+    [entry] = yaml.safe_load(results.read_text())
+    assert entry.get("FUSED_REDUCE", 0) != 2 or not flags
+
+
+def test_deterministic_refuses_a_space_of_atomic_sums_alone(tmp_path, capsys):
+    space = tmp_path / "space.yaml"
+    space.write_text(SPLIT_SPACE + "FUSED_REDUCE: [2]\n")
+    assert main(["-m", "16", "-n", "16", "-k", "64", "--interpret", "--space", str(space), "--deterministic"]) == 2
+    err = capsys.readouterr().err
+    assert "--deterministic" in err and "atomic" in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
 def test_no_gpu_without_interpret_says_to_use_it(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "tune_gemm.py"), "-m", "16", "-n", "16", "-k", "16"],
