@@ -55,7 +55,8 @@ class TileConfig:
     num_warps: int
     num_stages: int
     options: tuple = ()  # (name, value) launch options of the backend, e.g. AMD's waves_per_eu, or num_ctas
-    fused_reduce: int = 0  # SPLIT_K > 1: SLOT_SUM or ATOMIC_SUM, the partials are summed inside the GEMM (finish_split_tile)
+    # SPLIT_K > 1: SLOT_SUM or ATOMIC_SUM, the partials are summed inside the GEMM (finish_split_tile)
+    fused_reduce: int = 0
 
     @property
     def reduction_kernel(self) -> bool:
@@ -311,21 +312,28 @@ def running_sums(device, elements: int, dtype):
     return _kept_zero_buffer(device, "running sums", elements, dtype)
 
 
+def fused_partials(config: TileConfig, tiles: int, dtype, device) -> tuple:
+    """(partials, arrivals) of a launch whose K slices sum their partials inside the GEMM (either family), laid out as
+    tile_partials reads them: a slot per tile and K slice (SLOT_SUM), or a running sum per tile (ATOMIC_SUM,
+    running_sums), in `dtype`; and the tiles' arrival counters. Every launch leaves the counters and running sums
+    zero."""
+    tile_size = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
+    if config.fused_reduce == ATOMIC_SUM.value:
+        partials = running_sums(device, tiles * tile_size, dtype)
+    else:
+        partials = torch.empty(tiles * config.SPLIT_K * tile_size, dtype=dtype, device=device)
+    return partials, arrival_counters(device, tiles)
+
+
 def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
     """(what the kernel writes as C, partials_ptr, arrivals_ptr) of a launch: C itself without split K; the SPLIT_K
-    partial products (M, N each) for the reduction kernel; or with fused_reduce C, the tiles' partials
-    (tile_partials: a slot per tile and K slice, or a running sum per tile) and the tiles' arrival counters."""
+    partial products (M, N each) for the reduction kernel; or with fused_reduce C, the tiles' partials and arrival
+    counters (fused_partials)."""
     if config.SPLIT_K == 1:
         return c, None, None
     if config.reduction_kernel:
         return torch.empty((config.SPLIT_K, M, N), dtype=partial_dtype(c.dtype), device=c.device), None, None
-    tiles = _grid(config, M, N)[0]
-    tile_size = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
-    if config.fused_reduce == ATOMIC_SUM.value:
-        partials = running_sums(c.device, tiles * tile_size, partial_dtype(c.dtype))
-    else:
-        partials = torch.empty(tiles * config.SPLIT_K * tile_size, dtype=partial_dtype(c.dtype), device=c.device)
-    return c, partials, arrival_counters(c.device, tiles)
+    return c, *fused_partials(config, _grid(config, M, N)[0], partial_dtype(c.dtype), c.device)
 
 
 def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):

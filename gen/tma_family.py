@@ -17,9 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
-                               arrives_last, ceil_div, dot_accumulate, grouped_tile, loaded_resources, mock_scales,
-                               running_sums, summed_partials, tile_partials)
+from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, arrives_last, ceil_div,
+                               dot_accumulate, fused_partials, grouped_tile, loaded_resources, mock_scales,
+                               summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -140,8 +140,8 @@ def tma_persistent_tile(
 
     SPLIT_K > 1: every tile's K loop is cut into SPLIT_K slices, each a unit of work of its own, and the slices sum
     their partial tiles themselves (split_k_part), through a running sum per tile if FUSED_REDUCE is ATOMIC_SUM, else
-    through a slot per slice (SLOT_SUM); `workspace` and
-    `arrivals` are their scratch (split_k_scratch). Not with STREAM_K or EDGE_N.
+    through a slot per slice (SLOT_SUM); `workspace` and `arrivals` are their scratch (split_k_scratch). Not with
+    STREAM_K or EDGE_N.
 
     EDGE_N: the columns past the last whole BLOCK_SIZE_N tile are computed in tiles EDGE_N wide (edge_part),
     through `b_edge` and `c_edge`, B's and C's descriptors for such tiles (C itself when not C_TMA), their K loop
@@ -541,14 +541,9 @@ def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
 
 
 def split_k_scratch(config: TileConfig, tiles: int, a, device) -> tuple:
-    """(workspace, arrivals) of a split-K launch (split_k_part): SPLIT_K partial-tile slots per tile, or with
-    ATOMIC_SUM a running sum per tile (running_sums), in the accumulator's type, and the tiles' arrival counters;
-    every launch leaves the counters and running sums zero."""
-    tile_size = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
-    if config.fused_reduce == ATOMIC_SUM.value:
-        return running_sums(device, tiles * tile_size, _accumulator_dtype(a.dtype)), arrival_counters(device, tiles)
-    workspace = torch.empty(tiles * config.SPLIT_K * tile_size, dtype=_accumulator_dtype(a.dtype), device=device)
-    return workspace, arrival_counters(device, tiles)
+    """(workspace, arrivals) of a split-K launch (split_k_part): the tiles' partials, in the accumulator's type, and
+    arrival counters (fused_partials)."""
+    return fused_partials(config, tiles, _accumulator_dtype(a.dtype), device)
 
 
 def output_block(config: TileConfig, epilogue_subtile: bool) -> list:

@@ -184,13 +184,14 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
     if any(config.PERSISTENT_TMA for config in configs):
         parts.insert(2, _inlined(TMA_FAMILY_SOURCE.read_text()))
     for config in configs:
+        fused_reduce = _fused_reduce(config)
         names = dict(
             config_name=str(config), kernel=kernel_name(config), launcher=launcher_name(config),
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.reduction_kernel else "None",
             **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS},
-               "FUSED_REDUCE": _fused_reduce(config)},
-            fused_reduce=f",\n                                 fused_reduce={_fused_reduce(config)}.value"
+               "FUSED_REDUCE": fused_reduce},
+            fused_reduce=f",\n                                 fused_reduce={fused_reduce}.value"
             if config.FUSED_REDUCE else "",
             FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE,
             options=_options(config), shape_parameters=_shape_parameters(config),

@@ -181,8 +181,8 @@ class Config:
             if name == "num_ctas" and value not in CLUSTER_SIZES:
                 raise ValueError(f"num_ctas must be one of {CLUSTER_SIZES}, got {value!r}")
         if self.PERSISTENT_TMA and self.SPLIT_K > 1 and not self.FUSED_REDUCE:
-            raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 or 2 (the TMA family has no reduction "
-                             "kernel; its K slices sum their partials themselves)")
+            raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 or 2 (the TMA family has no "
+                             "reduction kernel; its K slices sum their partials themselves)")
 
     def __str__(self) -> str:
         return "_".join(f"{token}{_hint_token(value) if field == 'schedule_hint' else value}"
