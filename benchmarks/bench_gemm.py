@@ -157,7 +157,12 @@ def entry_columns(problem: GemmProblem, config, workdir: Path) -> EntryColumns:
 def compiled_peer(function, arguments: tuple):
     """(`function` compiled by max-autotune, autotuned on `arguments`, as a call with no arguments; None), or
     (None, why) when Inductor cannot compile it (e.g. a _scaled_mm layout its templates do not take): the
-    column then stays empty and the other columns are still measured."""
+    column then stays empty and the other columns are still measured.
+
+    Dynamo's caches are cleared first: inductor_target builds every entry's function from the same code, and Dynamo
+    compiles one code object for at most `recompile_limit` (8) shapes, then runs it uncompiled. A ninth size's
+    max-autotune column was so cuBLAS itself (H100, the nine public shapes: 8192x1024x65536)."""
+    torch._dynamo.reset()
     compiled = _max_autotune(function)
     try:
         compiled(*arguments)  # autotunes here, outside any timing

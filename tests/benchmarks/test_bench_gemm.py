@@ -94,6 +94,26 @@ def test_a_peer_that_fails_to_compile_leaves_its_column_empty_with_the_reason(mo
     assert why is None and torch.equal(call(), torch.full((2, 2), 2.0))
 
 
+def test_every_size_gets_its_own_compiled_peer_past_dynamos_recompile_limit(monkeypatch):
+    bench = _bench()
+    graphs = []
+
+    def counting_backend(graph, example_inputs):
+        graphs.append(tuple(example_inputs[0].shape))
+        return graph.forward
+
+    # no Inductor on the CPU: a backend that counts the graphs Dynamo hands it, one per compiled size
+    monkeypatch.setattr(bench, "_max_autotune",
+                        lambda function: torch.compile(function, backend=counting_backend, dynamic=False))
+    rows = range(1, torch._dynamo.config.recompile_limit + 3)
+    for m in rows:
+        a, b = torch.randn(m, 16), torch.randn(16, 4)
+        function, arguments = bench.inductor_target(MATMUL, (a, b, torch.empty(m, 4)))
+        call, why = bench.compiled_peer(function, arguments)
+        assert why is None and torch.allclose(call(), a @ b)
+    assert [shape[0] for shape in graphs] == list(rows)
+
+
 def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
     bench = _bench()
     assert bench._ratio(float("inf"), 10.0) == "" and bench._ratio(12.0, 10.0) == 1.2
