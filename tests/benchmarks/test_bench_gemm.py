@@ -120,3 +120,22 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
     assert bench.geometric_mean([2.0, 0.5]) == "1.000"
     assert bench.geometric_mean([2.0, "", 2.0]) == "2.000 (over 2 of 3 entries)"
     assert bench.geometric_mean(["", ""]) == "n/a"
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_the_recorded_h100_winners_cover_every_public_shape_in_their_dtype(dtype):
+    from pathlib import Path
+
+    from tuner.dtypes import DTYPES
+    from tuner.problem import GemmProblem
+    from tuner.sizes import load_sizes
+
+    root = Path(__file__).resolve().parents[2]
+    public = root.parent / "shared" / "bench_sizes.yaml"
+    if not public.exists():
+        pytest.skip("../shared/bench_sizes.yaml is not beside the checkout")
+    defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
+    winners = load_sizes(root / "benchmarks" / "results" / f"h100_{dtype}.yaml", defaults)
+    shapes = [(r.problem.M, r.problem.N, r.problem.K) for r in load_sizes(public, defaults)]
+    assert [(r.problem.M, r.problem.N, r.problem.K) for r in winners] == shapes
+    assert all(r.config is not None and r.problem.dtype_a is DTYPES[dtype] for r in winners)
