@@ -231,11 +231,21 @@ def c_stored_by_descriptor(problem: GemmProblem, config: Config) -> bool:
     return not config.SWAP_AB and problem.N * problem.dtype_c.bytes % 16 == 0
 
 
+WARP_SPECIALIZED_TILE_4_WARPS = (64, 128)  # the largest BLOCK_M, BLOCK_N a 4-warp warp-specialized config compiles
+
+
 def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Measured on the H100 (Triton 3.6, 4095x4097x1023, BENCHMARKS.md): warp specialization with 4 warps and C
     # stored through pointers deadlocks the GPU (100% busy at idle power until killed), or fails to compile with
     # EPILOGUE_SUBTILE; the same configs with 8 warps run. Each such config cost a config timeout and a new child.
-    return not (config.WARP_SPECIALIZE and config.num_warps == 4 and not c_stored_by_descriptor(problem, config))
+    # With C stored through its descriptor, tiles past 64x128 fail in Triton's warp-specialization pass: 330 of 590
+    # distinct 4-warp configs of six shapes, every one with BLOCK_M > 64 or BLOCK_N > 128, on Triton 3.6, 3.7, 3.8
+    # and 3.9 alike (compiled for sm_90a; BENCHMARKS.md, twentieth run). Each cost a compile slot per shape.
+    if not (config.WARP_SPECIALIZE and config.num_warps == 4):
+        return True
+    max_m, max_n = WARP_SPECIALIZED_TILE_4_WARPS
+    return (c_stored_by_descriptor(problem, config) and config.BLOCK_SIZE_M <= max_m
+            and config.BLOCK_SIZE_N <= max_n)
 
 
 STREAM_K_LEAST_IDLE = 0.01  # share of the last wave's SM time left idle below which stream-K is not tried
@@ -401,7 +411,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("stream_k", "STREAM_K only where the tiles overrun whole waves of one per SM, the last wave >= 1% idle, "
          "and K takes >= 2 iterations", _stream_k),
     Rule("warp_specialize_warps", "WARP_SPECIALIZE with 4 warps only where C is stored through a descriptor "
-         "(its rows 16-byte aligned)", _warp_specialize_warps),
+         "(its rows 16-byte aligned) and the tile is at most 64x128", _warp_specialize_warps),
     Rule("cluster_epilogue_subtile", "num_ctas > 1 not with EPILOGUE_SUBTILE (fails to compile)",
          _cluster_epilogue_subtile),
     Rule("swap_ab", "SWAP_AB only in the TMA family, 16-bit inputs alike, no bias, num_ctas 1, where C^T takes fewer "
