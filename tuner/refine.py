@@ -10,7 +10,12 @@ representative's GROUP_SIZE_M 8 is that one group wherever M has two to eight ro
 - round 0 times one representative per shape: the variant nearest to `stages` stages and a GROUP_SIZE_M of
   `group_m`, its partials summed as fused_reduce_preferred says;
 - round 1 times every other variant of the best shapes: the `keep` best representatives, plus any within
-  `margin` of the best one (near-ties are not cut on noise), at most `max_keep` shapes;
+  `margin` of the best one (near-ties are not cut on noise), at most `max_keep` shapes; and of each other shape
+  whose representative is within `order_margin` of the best, at most `max_order_probes` of them, its variant in
+  the other tile order: its smallest GROUP_SIZE_M, row by row where that is 1. Where M has many rows of tiles and N
+  few columns, the representative's groups can be what makes a shape slow: at 16384x1176x4096 (fp16, H100, L2
+  flushed) 256x128 tiles took 285-295 us in groups of 8 rows and 231.5 us row by row, the best config of the shape
+  space timed (BENCHMARKS.md, twentieth run);
 - round 2 times the `final` fastest configs of rounds 0 and 1 again, side by side in one child, and its times
   pick the winner (rounds 0 and 1 ran at different moments, so drift of the GPU's clocks between them does
   not decide).
@@ -52,12 +57,14 @@ class RefinePlan:
     keep: int = 6  # shapes refined in round 1 at least (when there are so many) ...
     margin: float = 0.03  # ... plus every shape whose representative is within this fraction of the best one
     max_keep: int = 24  # ... but never more shapes than this
+    order_margin: float = 0.3  # other shapes whose representative is within this fraction of the best one ...
+    max_order_probes: int = 64  # ... (at most this many) get their variant in the other tile order timed in round 1
     final: int = 8  # configs re-timed together in round 2
     whole_space_share: float = 0.5  # shapes at least this share of the configs: time every config in one round
 
     def __post_init__(self) -> None:
-        if (min(self.stages, self.group_m, self.keep, self.final) < 1 or self.margin < 0 or self.max_keep < self.keep
-                or not 0 < self.whole_space_share <= 1):
+        if (min(self.stages, self.group_m, self.keep, self.final) < 1 or min(self.margin, self.order_margin) < 0
+                or self.max_keep < self.keep or self.max_order_probes < 0 or not 0 < self.whole_space_share <= 1):
             raise ValueError(f"invalid refine plan {self}")
 
 
@@ -109,7 +116,8 @@ def times_whole_space(configs: Sequence[Config], plan: RefinePlan) -> bool:
 
 def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan) -> list[Config]:
     """Round 1: the configs of the best shapes by their representatives' `times` (config name -> µs) that round 0
-    did not time, in the order of `configs`. Shapes whose representative has no time (it failed) are not refined."""
+    did not time, in the order of `configs`, then the other tile order of the near shapes (order_probes), in the
+    order of their representatives' times. Shapes whose representative has no time (it failed) are not refined."""
     grouped = shapes(configs)
     timed_shapes = {shape_of(Config.parse(name)): name for name in times}
     order = ranked({name: times[name] for name in timed_shapes.values()})
@@ -118,8 +126,32 @@ def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan
     limit = times[order[0]] * (1 + plan.margin)
     best = [name for rank, name in enumerate(order) if rank < plan.keep or times[name] <= limit][: plan.max_keep]
     chosen = {shape_of(Config.parse(name)) for name in best}
+    near_limit = times[order[0]] * (1 + plan.order_margin)
+    near = [name for name in order if shape_of(Config.parse(name)) not in chosen and times[name] <= near_limit]
     return [config for shape, members in grouped.items() if shape in chosen
-            for config in members if str(config) not in times]
+            for config in members if str(config) not in times] + order_probes(grouped, near, times, plan)
+
+
+def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[str], times: dict[str, float],
+                 plan: RefinePlan) -> list[Config]:
+    """For each representative in `near` (names, best first), its shape's variant at the smallest GROUP_SIZE_M, as
+    near the representative's stages and partial sums as there is; none where the representative has that group
+    already. At most plan.max_order_probes, none timed before."""
+    probes = []
+    for name in near:
+        if len(probes) == plan.max_order_probes:
+            break
+        representative = Config.parse(name)
+        members = grouped[shape_of(representative)]
+        lowest = min(member.GROUP_SIZE_M for member in members)
+        if lowest == representative.GROUP_SIZE_M:
+            continue
+        probe = min((member for member in members if member.GROUP_SIZE_M == lowest),
+                    key=lambda c: (c.FUSED_REDUCE != representative.FUSED_REDUCE,
+                                   _stage_distance(c.num_stages, representative.num_stages)))
+        if str(probe) not in times:
+            probes.append(probe)
+    return probes
 
 
 def finalists(times: dict[str, float], plan: RefinePlan) -> list[str]:

@@ -104,9 +104,41 @@ def test_near_ties_are_refined_beyond_keep_but_never_past_max_keep():
     within = _timed(reps, [10.0, 10.1, 10.2, 20.0, 30.0])  # three within 3% of the best
     assert {c.BLOCK_SIZE_M for c in refined(configs, within, PLAN)} == {16, 32, 64}
     all_tied = _timed(reps, [10.0, 10.0, 10.0, 10.0, 10.0])
-    assert len({c.BLOCK_SIZE_M for c in refined(configs, all_tied, PLAN)}) == PLAN.max_keep
-    no_margin = RefinePlan(keep=2, margin=0.0, max_keep=3)
+    more = refined(configs, all_tied, PLAN)
+    assert len({c.BLOCK_SIZE_M for c in more}) == 5 and len(more) == PLAN.max_keep + 2
+    # the two shapes past max_keep (ties go by name) are near: only their other tile order is timed
+    assert {c.BLOCK_SIZE_M for c in more[:3]} == {128, 16, 256}
+    assert [(c.BLOCK_SIZE_M, c.GROUP_SIZE_M) for c in more[-2:]] == [(32, 1), (64, 1)]
+    no_margin = RefinePlan(keep=2, margin=0.0, max_keep=3, order_margin=0.0)
     assert {c.BLOCK_SIZE_M for c in refined(configs, within, no_margin)} == {16, 32}
+
+
+def test_near_shapes_past_the_refined_ones_get_their_row_by_row_variant_timed():
+    configs = [config for bm in (16, 32, 64, 128, 256) for config in _variants(bm, 64, stages=(3, 4))]
+    reps = representatives(configs, PLAN)
+    # BM16 and BM32 are refined; BM64 and BM128 within 30% of the best; BM256 past it
+    more = refined(configs, _timed(reps, [10.0, 10.2, 12.0, 12.9, 13.1]), PLAN)
+    probes = [c for c in more if c.BLOCK_SIZE_M not in (16, 32)]
+    assert [(c.BLOCK_SIZE_M, c.GROUP_SIZE_M, c.num_stages) for c in probes] == [(64, 1, 4), (128, 1, 4)]
+    one_probe = replace(PLAN, max_order_probes=1)
+    assert [c.BLOCK_SIZE_M for c in refined(configs, _timed(reps, [10.0, 10.2, 12.0, 12.9, 13.1]), one_probe)
+            if c.BLOCK_SIZE_M not in (16, 32)] == [64]
+    no_probes = replace(PLAN, order_margin=0.0)
+    assert {c.BLOCK_SIZE_M for c in refined(configs, _timed(reps, [10.0, 10.2, 12.0, 12.9, 13.1]), no_probes)} == {
+        16, 32}
+
+
+def test_a_probe_keeps_the_representatives_partial_sums_and_the_nearest_stages_and_skips_a_row_by_row_one():
+    split = [Config(64, 64, 64, SPLIT_K=2, GROUP_SIZE_M=g, num_stages=s, num_warps=4, FUSED_REDUCE=r)
+             for g, s, r in itertools.product((2, 8), (3, 5), (0, 1))]
+    row_by_row = _variants(128, 64, stages=(4,), groups=(1,))
+    best = _variants(32, 64, stages=(4,), groups=(1, 8))
+    configs = best + split + row_by_row
+    reps = representatives(configs, PLAN)
+    assert [(r.GROUP_SIZE_M, r.num_stages, r.FUSED_REDUCE) for r in reps[1:]] == [(8, 3, 1), (1, 4, 0)]
+    more = refined(configs, _timed(reps, [10.0, 11.0, 11.0]), replace(PLAN, keep=1, max_keep=1))
+    assert [(c.BLOCK_SIZE_M, c.GROUP_SIZE_M, c.num_stages, c.FUSED_REDUCE) for c in more] == [
+        (32, 1, 4, 0), (64, 2, 3, 1)]  # BM32's other variant, then the split's probe; BM128 has no other order
 
 
 def test_a_shape_whose_representative_has_no_time_is_not_refined():
@@ -138,7 +170,8 @@ def test_a_space_of_few_configs_per_shape_is_timed_whole():
 
 
 @pytest.mark.parametrize("bad", [{"keep": 0}, {"margin": -0.1}, {"keep": 5, "max_keep": 4}, {"stages": 0},
-                                 {"final": 0}, {"whole_space_share": 0}, {"whole_space_share": 1.5}])
+                                 {"final": 0}, {"whole_space_share": 0}, {"whole_space_share": 1.5},
+                                 {"order_margin": -0.1}, {"max_order_probes": -1}])
 def test_invalid_plans_are_refused(bad):
     with pytest.raises(ValueError, match="invalid refine plan"):
         RefinePlan(**bad)
