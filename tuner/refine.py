@@ -123,25 +123,25 @@ def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan
     order = ranked({name: times[name] for name in timed_shapes.values()})
     if not order:
         return []
+    shape_named = {name: shape for shape, name in timed_shapes.items()}
     limit = times[order[0]] * (1 + plan.margin)
     best = [name for rank, name in enumerate(order) if rank < plan.keep or times[name] <= limit][: plan.max_keep]
-    chosen = {shape_of(Config.parse(name)) for name in best}
+    chosen = {shape_named[name] for name in best}
     near_limit = times[order[0]] * (1 + plan.order_margin)
-    near = [name for name in order if shape_of(Config.parse(name)) not in chosen and times[name] <= near_limit]
+    near = [Config.parse(name) for name in order if shape_named[name] not in chosen and times[name] <= near_limit]
     return [config for shape, members in grouped.items() if shape in chosen
             for config in members if str(config) not in times] + order_probes(grouped, near, times, plan)
 
 
-def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[str], times: dict[str, float],
+def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[Config], times: dict[str, float],
                  plan: RefinePlan) -> list[Config]:
-    """For each representative in `near` (names, best first), its shape's variant at the smallest GROUP_SIZE_M, as
-    near the representative's stages and partial sums as there is; none where the representative has that group
-    already. At most plan.max_order_probes, none timed before."""
+    """For each representative in `near` (best first), its shape's variant at the smallest GROUP_SIZE_M, as near the
+    representative's stages and partial sums as there is; none where the representative has that group already. At
+    most plan.max_order_probes, none timed before."""
     probes = []
-    for name in near:
+    for representative in near:
         if len(probes) == plan.max_order_probes:
             break
-        representative = Config.parse(name)
         members = grouped[shape_of(representative)]
         lowest = min(member.GROUP_SIZE_M for member in members)
         if lowest == representative.GROUP_SIZE_M:

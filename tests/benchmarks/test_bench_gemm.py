@@ -7,9 +7,12 @@ import csv
 
 import pytest
 import torch
-from helpers import load_benchmark
+from helpers import BENCHMARKS_DIR, load_benchmark
 
 from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, MATMUL, SCALED_MM
+from tuner.dtypes import DTYPES
+from tuner.problem import GemmProblem
+from tuner.sizes import load_sizes
 
 
 def _bench():
@@ -124,18 +127,11 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_the_recorded_h100_winners_cover_every_public_shape_in_their_dtype(dtype):
-    from pathlib import Path
-
-    from tuner.dtypes import DTYPES
-    from tuner.problem import GemmProblem
-    from tuner.sizes import load_sizes
-
-    root = Path(__file__).resolve().parents[2]
-    public = root.parent / "shared" / "bench_sizes.yaml"
+    public = BENCHMARKS_DIR.parent.parent / "shared" / "bench_sizes.yaml"
     if not public.exists():
         pytest.skip("../shared/bench_sizes.yaml is not beside the checkout")
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
-    winners = load_sizes(root / "benchmarks" / "results" / f"h100_{dtype}.yaml", defaults)
+    winners = load_sizes(BENCHMARKS_DIR / "results" / f"h100_{dtype}.yaml", defaults)
     shapes = [(r.problem.M, r.problem.N, r.problem.K) for r in load_sizes(public, defaults)]
     assert [(r.problem.M, r.problem.N, r.problem.K) for r in winners] == shapes
     assert all(r.config is not None and r.problem.dtype_a is DTYPES[dtype] for r in winners)

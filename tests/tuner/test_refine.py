@@ -115,17 +115,13 @@ def test_near_ties_are_refined_beyond_keep_but_never_past_max_keep():
 
 def test_near_shapes_past_the_refined_ones_get_their_row_by_row_variant_timed():
     configs = [config for bm in (16, 32, 64, 128, 256) for config in _variants(bm, 64, stages=(3, 4))]
-    reps = representatives(configs, PLAN)
     # BM16 and BM32 are refined; BM64 and BM128 within 30% of the best; BM256 past it
-    more = refined(configs, _timed(reps, [10.0, 10.2, 12.0, 12.9, 13.1]), PLAN)
-    probes = [c for c in more if c.BLOCK_SIZE_M not in (16, 32)]
+    times = _timed(representatives(configs, PLAN), [10.0, 10.2, 12.0, 12.9, 13.1])
+    probes = [c for c in refined(configs, times, PLAN) if c.BLOCK_SIZE_M not in (16, 32)]
     assert [(c.BLOCK_SIZE_M, c.GROUP_SIZE_M, c.num_stages) for c in probes] == [(64, 1, 4), (128, 1, 4)]
     one_probe = replace(PLAN, max_order_probes=1)
-    assert [c.BLOCK_SIZE_M for c in refined(configs, _timed(reps, [10.0, 10.2, 12.0, 12.9, 13.1]), one_probe)
-            if c.BLOCK_SIZE_M not in (16, 32)] == [64]
-    no_probes = replace(PLAN, order_margin=0.0)
-    assert {c.BLOCK_SIZE_M for c in refined(configs, _timed(reps, [10.0, 10.2, 12.0, 12.9, 13.1]), no_probes)} == {
-        16, 32}
+    assert [c.BLOCK_SIZE_M for c in refined(configs, times, one_probe) if c.BLOCK_SIZE_M not in (16, 32)] == [64]
+    assert {c.BLOCK_SIZE_M for c in refined(configs, times, replace(PLAN, order_margin=0.0))} == {16, 32}
 
 
 def test_a_probe_keeps_the_representatives_partial_sums_and_the_nearest_stages_and_skips_a_row_by_row_one():
