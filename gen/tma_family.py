@@ -17,9 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (INTERPRETED, TileConfig, add_row_bias, apply_scales, arrives_last, ceil_div,
-                               dot_accumulate, fused_partials, grouped_tile, loaded_resources, mock_scales,
-                               summed_partials, tile_partials)
+from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
+                               arrives_last, ceil_div, dot_accumulate, fused_partials, grouped_tile, loaded_resources,
+                               mock_scales, running_sums, summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -126,6 +126,7 @@ def tma_persistent_tile(
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
     EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
     EDGE_STAGES2: tl.constexpr = None, SPLIT_K: tl.constexpr = 1, FUSED_REDUCE: tl.constexpr = 0,
+    EDGE_SPLIT: tl.constexpr = 1,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -150,7 +151,9 @@ def tma_persistent_tile(
     whole tile of its rows instead, in one K loop (edge_part). EDGE_N2: the edge is cut in two widths, EDGE_N then
     EDGE_N2 columns (edge_columns), the second's tiles through `b_edge2` and `c_edge2`, pipelined EDGE_STAGES2
     deep, or fused with the last whole tile of their rows and the first's with the one before it; else 0 and the
-    two are None.
+    two are None. EDGE_SPLIT > 1 (edges apart): each edge tile's K loop is cut into that many slices, each claimed as
+    a unit of work, which sum their partial tiles into a running sum per edge tile in `workspace` through the
+    counters in `arrivals` (edge_part; edge_scratch).
 
     AFTER_COPIES: the launch copied A or B in the kernels just before this one and launched this one as the last
     one's programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they
@@ -196,28 +199,33 @@ def tma_persistent_tile(
                       BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
                       HAS_SCALES)
     if EDGE_N:
-        # claims 0..num_pid_m-1 are the first edge's row tiles, the next num_pid_m the second's
+        # claims 0..num_pid_m*EDGE_SPLIT-1 are the first edge's units (row tiles, each in EDGE_SPLIT K slices), the next
+        # as many the second's; each edge tile has its running sum and counter, the first edge's tiles first
         edge_col = N // BLOCK_SIZE_N * BLOCK_SIZE_N
         claim = tl.atomic_add(edge_claims, 1)
-        claim = edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, 0, bias_ptr, scale_a_ptr, scale_b_ptr,
-                          M, N, stride_cm, stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N, edge_col, num_pid_m,
-                          k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N, EDGE_N, BLOCK_SIZE_K, EDGE_STAGES,
-                          EDGE_FUSED, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+        claim = edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, 0, workspace, arrivals, bias_ptr,
+                          scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias, num_pid_n * BLOCK_SIZE_N,
+                          edge_col, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N, EDGE_N, BLOCK_SIZE_K,
+                          EDGE_STAGES, EDGE_FUSED, EDGE_SPLIT, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
+                          HAS_SCALES)
         if EDGE_N2:
-            edge_part(a_desc, b_desc, b_edge2, c, c_edge2, edge_claims, claim, num_pid_m, bias_ptr, scale_a_ptr,
-                      scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias, (num_pid_n + 1) * BLOCK_SIZE_N,
-                      edge_col + EDGE_N, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N, EDGE_N2,
-                      BLOCK_SIZE_K, EDGE_STAGES2, EDGE_FUSED, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
-                      HAS_SCALES)
+            sums2, arrivals2 = workspace, arrivals
+            if EDGE_SPLIT > 1:
+                sums2, arrivals2 = workspace + num_pid_m * BLOCK_SIZE_M * EDGE_N, arrivals + num_pid_m
+            edge_part(a_desc, b_desc, b_edge2, c, c_edge2, edge_claims, claim, num_pid_m * EDGE_SPLIT, sums2,
+                      arrivals2, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias,
+                      (num_pid_n + 1) * BLOCK_SIZE_N, edge_col + EDGE_N, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M,
+                      BLOCK_SIZE_N, EDGE_N2, BLOCK_SIZE_K, EDGE_STAGES2, EDGE_FUSED, EDGE_SPLIT, A_COL, B_COL, C_TMA,
+                      EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
 
 
 @triton.jit
-def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, first_claim, bias_ptr, scale_a_ptr, scale_b_ptr,
-              M, N, stride_cm, stride_cn, stride_bias, whole_col, edge_col, num_pid_m, k_tiles, acc_dtype: tl.constexpr,
-              BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, EDGE_N: tl.constexpr,
-              BLOCK_SIZE_K: tl.constexpr, EDGE_STAGES: tl.constexpr, EDGE_FUSED: tl.constexpr, A_COL: tl.constexpr,
-              B_COL: tl.constexpr, C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
-              HAS_SCALES: tl.constexpr):
+def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, first_claim, edge_sums, edge_arrivals, bias_ptr,
+              scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias, whole_col, edge_col, num_pid_m,
+              k_tiles, acc_dtype: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+              EDGE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, EDGE_STAGES: tl.constexpr, EDGE_FUSED: tl.constexpr,
+              EDGE_SPLIT: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
+              EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
     """C's columns edge_col.. (at most EDGE_N of them) in one tile per BLOCK_SIZE_M rows. A tile as wide as the
     others would spend most of its matrix instructions on columns past N; one EDGE_N wide reads the same rows of A
     but multiplies a fraction of the zeros. Apart, its K loop pipelined EDGE_STAGES deep, an edge tile's loads of A
@@ -232,9 +240,17 @@ def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, first_claim
     tiles are done, until none is left: those that finish first take the most. At 4096x4112x4096 (fp16, H100) edge
     tiles apart took 209-213 us against 220-224 us dealt round robin (BENCHMARKS.md, twelfth run). Claims
     first_claim.. are this edge's, one per row of tiles; `claim` is the program's current one, and the first it
-    holds past this edge's is returned (the next edge's, if any)."""
-    while claim < first_claim + num_pid_m:
-        off_m = (claim - first_claim) * BLOCK_SIZE_M
+    holds past this edge's is returned (the next edge's, if any).
+
+    EDGE_SPLIT > 1 (apart): a claim is one of EDGE_SPLIT K slices of an edge tile, a tile's slices claimed one after
+    another. Where the whole tiles fill whole waves, a few edge tiles would run as one more wave on a few SMs, each a
+    whole pass over its rows of A; in slices they keep every SM busy for a fraction of that. Each slice adds its partial
+    tile into the tile's running sum in `edge_sums` and counts itself in on its counter in `edge_arrivals`; the last
+    to arrive finishes the tile and leaves both zero (arrives_last, summed_partials)."""
+    while claim < first_claim + num_pid_m * EDGE_SPLIT:
+        row = (claim - first_claim) // EDGE_SPLIT
+        k_slice = claim - first_claim - row * EDGE_SPLIT
+        off_m = row * BLOCK_SIZE_M
         acc_edge = tl.zeros((BLOCK_SIZE_M, EDGE_N), dtype=acc_dtype)
         if EDGE_FUSED:
             acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
@@ -243,10 +259,18 @@ def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, first_claim
             epilogue_at(c, acc, off_m, whole_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn,
                         stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
         else:
-            acc_edge = k_range_product(a_desc, b_edge, acc_edge, off_m, edge_col, 0, k_tiles, BLOCK_SIZE_K, A_COL,
-                                       B_COL, EDGE_STAGES)
-        epilogue_at(c_edge, acc_edge, off_m, edge_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
-                    stride_cn, stride_bias, C_TMA, False, HAS_BIAS, HAS_SCALES)
+            # balanced slices: none empty where EDGE_SPLIT <= k_tiles (edge_slices)
+            acc_edge = k_range_product(a_desc, b_edge, acc_edge, off_m, edge_col, k_slice * k_tiles // EDGE_SPLIT,
+                                       (k_slice + 1) * k_tiles // EDGE_SPLIT, BLOCK_SIZE_K, A_COL, B_COL, EDGE_STAGES)
+        finished = True
+        if EDGE_SPLIT > 1:
+            sums = tile_partials(edge_sums, row, BLOCK_SIZE_M, EDGE_N, EDGE_SPLIT, ATOMIC_SUM)
+            finished = arrives_last(acc_edge, sums, k_slice, edge_arrivals + row, EDGE_SPLIT, ATOMIC_SUM)
+            if finished:
+                acc_edge = summed_partials(sums, edge_arrivals + row, BLOCK_SIZE_M, EDGE_N, EDGE_SPLIT, ATOMIC_SUM)
+        if finished:
+            epilogue_at(c_edge, acc_edge, off_m, edge_col, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                        stride_cn, stride_bias, C_TMA, False, HAS_BIAS, HAS_SCALES)
         claim = tl.atomic_add(edge_claims, 1)
     return claim
 
@@ -500,6 +524,7 @@ class TmaVariant:
     align_rows: bool = False  # copy an A or B whose rows start off 128-byte lines too (tma_views)
     narrow_edge: bool = False  # compute the columns past the last whole tile in narrower tiles (edge_columns)
     fused_edge: bool = False  # with narrow_edge: each narrower tile beside a whole one of its rows, in its K loop
+    split_edge: bool = False  # with narrow_edge: the narrower tiles apart, their K loops in slices (edge_slices)
 
 
 NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
@@ -524,6 +549,33 @@ def edge_columns(n: int, block_n: int) -> tuple[int, ...]:
 
 def _edge_width(columns: int) -> int:
     return max(NARROWEST_EDGE, triton.next_power_of_2(columns))
+
+
+EDGE_SLICE_K_TILES = 4  # the fewest K tiles in a slice of an edge tile: fewer would be mostly the pipeline's fill
+
+
+def edge_slices(programs: int, edge_tiles: int, k_tiles: int) -> int:
+    """K slices per edge tile of a split-edge launch (tma_persistent_tile's EDGE_SPLIT): as many as give every program
+    one unit, at least EDGE_SLICE_K_TILES K tiles each; 1 (no split) where that leaves fewer than two."""
+    if not edge_tiles:
+        return 1
+    slices = min(programs // edge_tiles, k_tiles // EDGE_SLICE_K_TILES)
+    return slices if slices >= 2 else 1
+
+
+def edge_split(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...], M: int, K: int, programs: int) -> int:
+    """EDGE_SPLIT of a launch on an M x K A: edge_slices for a split-edge variant's edge tiles, else 1."""
+    if not variant.split_edge:
+        return 1
+    return edge_slices(programs, len(widths) * ceil_div(M, config.BLOCK_SIZE_M), ceil_div(K, config.BLOCK_SIZE_K))
+
+
+def edge_scratch(config: TileConfig, widths: tuple[int, ...], M: int, a, device) -> tuple:
+    """(workspace, arrivals) of a split-edge launch: a zeroed running sum per edge tile, in the accumulator's type,
+    the first width's tiles first, and their zeroed arrival counters; the last slice of each tile leaves both zero."""
+    rows = ceil_div(M, config.BLOCK_SIZE_M)
+    return (running_sums(device, rows * config.BLOCK_SIZE_M * sum(widths), _accumulator_dtype(a.dtype)),
+            arrival_counters(device, rows * len(widths)))
 
 
 def _accumulator_dtype(input_dtype):
@@ -623,16 +675,19 @@ def edge_stages(config: TileConfig, edge_n: int) -> int:
     return config.num_stages * (config.BLOCK_SIZE_M + config.BLOCK_SIZE_N) // (config.BLOCK_SIZE_M + edge_n)
 
 
-def edge_options(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...], n: int) -> dict:
+def edge_options(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...], n: int, slices: int = 1) -> dict:
     """The kernel's EDGE_N and EDGE_STAGES (and EDGE_N2 and EDGE_STAGES2 for a second edge width), or the widths and
-    EDGE_FUSED where variant.fused_edge and N has a whole tile to fuse each edge with; passed only when set: kernels
-    specialized before NARROW_EDGE existed, or before it had two widths, stay the same."""
+    EDGE_FUSED where variant.fused_edge and N has a whole tile to fuse each edge with, and EDGE_SPLIT where the edge
+    tiles run in `slices` > 1 K slices (edge_split); passed only when set: kernels specialized before NARROW_EDGE
+    existed, or before it had two widths or slices, stay the same."""
     fused = variant.fused_edge and n >= len(widths) * config.BLOCK_SIZE_N
     options = {"EDGE_FUSED": True} if fused and widths else {}
     for suffix, width in zip(("", "2"), widths):
         options[f"EDGE_N{suffix}"] = width
         if not fused:
             options[f"EDGE_STAGES{suffix}"] = edge_stages(config, width)
+    if slices > 1:
+        options["EDGE_SPLIT"] = slices
     return options
 
 
@@ -661,12 +716,17 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     if config.SPLIT_K > 1 and (config.reduction_kernel or variant.stream_k or variant.narrow_edge):
         raise ValueError("the TMA family splits K with FUSED_REDUCE (the slices sum their partials themselves), "
                          "without STREAM_K and NARROW_EDGE")
+    if variant.stream_k and variant.narrow_edge:
+        raise ValueError("STREAM_K shares out the tiles of the last wave; NARROW_EDGE is another way: not both")
     M, K = a.shape
     N = b.shape[1]
     args = tma_arguments(config, variant, a, b, c)
     grid = _programs(config, M, N, c.device)
+    slices = edge_split(config, variant, args.edges.widths, M, K, grid[0])
     if config.SPLIT_K > 1:
         workspace, arrivals = split_k_scratch(config, _tiles(config, M, N), a, c.device)
+    elif slices > 1:
+        workspace, arrivals = edge_scratch(config, args.edges.widths, M, a, c.device)
     else:
         workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
@@ -674,7 +734,8 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **edge_options(config, variant, args.edges.widths, N), **pdl_options(args.after_copies), **dict(config.options),
+        **edge_options(config, variant, args.edges.widths, N, slices), **pdl_options(args.after_copies),
+        **dict(config.options),
     )
     return c
 
@@ -723,9 +784,11 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         c_arg, c_strides = mock(problem.dtype_c), ((1, M) if variant.swap_ab else (N, 1))
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
-    scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (
-        variant.stream_k or config.SPLIT_K > 1) else (None, None)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
+    grid = _programs(config, M, N, "cuda")
+    slices = edge_split(config, variant, widths, M, K, grid[0])
+    scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (
+        variant.stream_k or config.SPLIT_K > 1 or slices > 1) else (None, None)
     edges = EdgeOperands(widths, tuple(_mock_descriptor(problem.dtype_b, N, K, [width, bk]) if problem.col_b else
                                        _mock_descriptor(problem.dtype_b, K, N, [bk, width]) for width in widths),
                          tuple(_mock_descriptor(problem.dtype_c, M, N, [bm, width]) if c_tma else c_arg
@@ -735,7 +798,7 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         a_desc, b_desc, c_arg, bias, *scales, *scratch, *edges.kernel_arguments(), M, N, K, *c_strides,
         1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
-        num_warps=config.num_warps, num_stages=config.num_stages, grid=_programs(config, M, N, "cuda"),
-        **edge_options(config, variant, widths, N), **pdl_options(copies),
+        num_warps=config.num_warps, num_stages=config.num_stages, grid=grid,
+        **edge_options(config, variant, widths, N, slices), **pdl_options(copies),
         **dict(config.options),
     ))

@@ -47,10 +47,14 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
-# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1 or FUSED_EDGE) and FUSED_REDUCE (0, 1 or ATOMIC_REDUCE).
+# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1, FUSED_EDGE or SPLIT_EDGE) and FUSED_REDUCE (0, 1 or
+# ATOMIC_REDUCE).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
 # NARROW_EDGE's value for edge tiles computed in the K loop of their row's last whole tile (gen.tma_family.edge_part)
 FUSED_EDGE = 2
+# NARROW_EDGE's value for edge tiles apart whose K loops are cut into slices that programs claim as units of work
+# (gen.tma_family.edge_part)
+SPLIT_EDGE = 3
 # FUSED_REDUCE's value for K slices that add their partials into one running sum per tile (gen.matmul_family.ATOMIC_SUM)
 ATOMIC_REDUCE = 2
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
@@ -81,14 +85,15 @@ def minimum_value(field: str) -> int:
 
 
 def largest_switch_value(switch: str) -> int:
-    """Largest legal value of a switch: 1 (on), FUSED_EDGE for NARROW_EDGE, ATOMIC_REDUCE for FUSED_REDUCE."""
-    return {"NARROW_EDGE": FUSED_EDGE, "FUSED_REDUCE": ATOMIC_REDUCE}.get(switch, 1)
+    """Largest legal value of a switch: 1 (on), SPLIT_EDGE for NARROW_EDGE, ATOMIC_REDUCE for FUSED_REDUCE."""
+    return {"NARROW_EDGE": SPLIT_EDGE, "FUSED_REDUCE": ATOMIC_REDUCE}.get(switch, 1)
 
 
 def switch_values(field: str) -> str:
     """The legal values of a switch, for error messages."""
     if field == "NARROW_EDGE":
-        return f"0 (off), 1 (narrow edge tiles) or {FUSED_EDGE} (fused with the last whole tile)"
+        return (f"0 (off), 1 (narrow edge tiles), {FUSED_EDGE} (fused with the last whole tile) or {SPLIT_EDGE} (apart, "
+                "their K loops in slices)")
     if field == "FUSED_REDUCE":
         return f"0 (a reduction kernel), 1 (a slot per K slice) or {ATOMIC_REDUCE} (atomic adds into one sum)"
     return "0 (off) or 1 (on)"
@@ -155,7 +160,9 @@ class Config:
     # 1: the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as those
     # columns rounded up to a power of two (or, where that is a whole tile, half a tile and tiles as wide as the
     # rest), after the whole tiles (gen.tma_family.edge_columns, edge_part); FUSED_EDGE (2): each beside a whole tile
-    # of its rows, in that tile's K loop (gen.tma_family.edge_part).
+    # of its rows, in that tile's K loop (gen.tma_family.edge_part); SPLIT_EDGE (3): apart, each edge tile's K loop cut
+    # into slices that sum into one running sum (atomic adds), so that a few edge tiles after whole waves keep every
+    # SM busy (gen.tma_family.edge_slices).
     NARROW_EDGE: int = 0
     # 1 (with SPLIT_K > 1): a tile's K slices sum their partial products themselves, the last to finish adding the
     # others' into C in slice order (gen.matmul_family.finish_split_tile), instead of a reduction kernel after the
@@ -205,7 +212,7 @@ class Config:
 
     def with_family(self, family: dict[str, int]) -> Config:
         """This config with the kernel-family knobs in `family` set, as RangeSpace.families() gives them (their values
-        checked where the space was read), built without checking every field again: the pruner builds up to 49 such
+        checked where the space was read), built without checking every field again: the pruner builds up to 65 such
         variants of each tile config, and checking each one anew took most of a prune (128x256x65536 fp16: 14 of
         20 s under cProfile)."""
         variant = object.__new__(Config)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from prune.config import FUSED_EDGE, Config
+from prune.config import FUSED_EDGE, SPLIT_EDGE, Config
 from prune.device import DeviceProfile
 from tuner.problem import GemmProblem
 
@@ -327,6 +327,21 @@ def _edge_width(columns: int) -> int:
     return max(NARROWEST_EDGE, 1 << (columns - 1).bit_length())
 
 
+EDGE_SLICE_K_TILES = 4  # the fewest K tiles in a slice of a split edge tile (gen.tma_family.EDGE_SLICE_K_TILES)
+
+
+def edge_slices(problem: GemmProblem, config: Config, device: DeviceProfile) -> int:
+    """K slices per edge tile of a SPLIT_EDGE config, as the launch sets them (gen.tma_family.edge_slices): as many as
+    give each persistent program one, at least EDGE_SLICE_K_TILES K tiles each; 1 where that leaves fewer than two."""
+    rows = problem.N if config.SWAP_AB else problem.M
+    edge_tiles = len(edge_columns(problem, config)) * cdiv(rows, config.BLOCK_SIZE_M)
+    if not edge_tiles:
+        return 1
+    programs = min(device.sm_count // config.num_ctas, output_tiles(problem, config))
+    slices = min(programs // edge_tiles, cdiv(problem.K, config.BLOCK_SIZE_K) // EDGE_SLICE_K_TILES)
+    return slices if slices >= 2 else 1
+
+
 def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # A last column of tiles that N fills only in part spends its matrix instructions on columns past N; the edge
     # tiles compute it narrower. Kept only where they are narrower than a whole tile, and not with stream-K (which
@@ -339,7 +354,12 @@ def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     widths = edge_columns(problem, config)
     kept = (bool(config.PERSISTENT_TMA) and not config.STREAM_K and config.num_ctas == 1
             and not (config.WARP_SPECIALIZE and config.num_warps == 4) and bool(widths))
-    return kept and (config.NARROW_EDGE != FUSED_EDGE or _fused_edge(problem, config, device, widths))
+    if not kept:
+        return False
+    if config.NARROW_EDGE == FUSED_EDGE:
+        return _fused_edge(problem, config, device, widths)
+    # split edge tiles only where they are split at all: else they are NARROW_EDGE 1's
+    return config.NARROW_EDGE != SPLIT_EDGE or edge_slices(problem, config, device) > 1
 
 
 def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, widths: tuple[int, ...]) -> bool:
@@ -421,7 +441,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("narrow_edge", "NARROW_EDGE only in the TMA family, no STREAM_K, num_ctas 1, not WARP_SPECIALIZE with 4 "
          "warps (fails to compile), where N's last column of tiles would be at least a quarter empty; fused with the "
          "last whole tile (2) where there is one for each edge width, the stages fit in shared memory and the two "
-         "accumulators in 3/4 of a thread's registers", _narrow_edge),
+         "accumulators in 3/4 of a thread's registers; in K slices (3) where each program can take one, of at least "
+         f"{EDGE_SLICE_K_TILES} K tiles, and at least two per edge tile", _narrow_edge),
     Rule("tma_clusters", "TMA family with num_ctas > 1: clusters of 2 only, a row-major A, no STREAM_K (else wrong "
          "results or compile failures)", _tma_clusters),
 )

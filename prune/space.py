@@ -10,6 +10,7 @@ from prune.config import (
     CLUSTER_SIZES,
     FUSED_EDGE,
     HOPPER_KNOBS,
+    SPLIT_EDGE,
     SWITCHES,
     Config,
     largest_switch_value,
@@ -80,14 +81,14 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # STATIC_SHAPE joins it too; the rules keep it only for launch-bound sizes, where it was measured to pay.
 # SWAP_AB joins it; the rules keep it only where C^T takes fewer tiles than C.
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
-# NARROW_EDGE joins it, both ways (1 and FUSED_EDGE); the rules keep it only where N leaves a last column of tiles
-# at least a quarter empty.
+# NARROW_EDGE joins it, all three ways (1, FUSED_EDGE and SPLIT_EDGE); the rules keep it only where N leaves a last
+# column of tiles at least a quarter empty, and SPLIT_EDGE only where the edge tiles are few enough to split.
 # FUSED_REDUCE joins it, both ways (1 and ATOMIC_REDUCE: each won at some shape on the H100, BENCHMARKS.md, nineteenth
 # run); the rules keep it only for split-K configs, and in the TMA family every split-K config has it (the family has
 # no reduction kernel).
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                         fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
-                        narrow_edge=(0, 1, FUSED_EDGE))
+                        narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as do STATIC_SHAPE and
 # FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
@@ -102,12 +103,17 @@ def space_for(vendor: str) -> RangeSpace:
 
 def deterministic(space: RangeSpace) -> RangeSpace:
     """`space` without the configs whose C may differ in its last bits from launch to launch: those whose split-K
-    slices add their partials into a running sum in no set order (FUSED_REDUCE = ATOMIC_REDUCE)."""
+    slices add their partials into a running sum in no set order (FUSED_REDUCE = ATOMIC_REDUCE), and those whose edge
+    tiles' K slices do (NARROW_EDGE = SPLIT_EDGE)."""
     kept = tuple(value for value in space.fused_reduce if value != ATOMIC_REDUCE)
     if not kept:
         raise ValueError(f"FUSED_REDUCE values {list(space.fused_reduce)} hold only atomic sums, which are not "
                          "deterministic: add 0 or 1")
-    return replace(space, fused_reduce=kept)
+    edges = tuple(value for value in space.narrow_edge if value != SPLIT_EDGE)
+    if not edges:
+        raise ValueError(f"NARROW_EDGE values {list(space.narrow_edge)} hold only split edges, which sum atomically "
+                         "and are not deterministic: add 0, 1 or 2")
+    return replace(space, fused_reduce=kept, narrow_edge=edges)
 
 
 _SPACE_KEYS = {

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import gen.matmul_family as family
 from gen import tma_family
-from prune.config import FUSED_EDGE, KERNEL_KNOBS, Config
+from prune.config import FUSED_EDGE, KERNEL_KNOBS, SPLIT_EDGE, Config
 
 INTERPRETED: bool = family.INTERPRETED
 
@@ -62,7 +62,8 @@ def tma_variant(config: Config) -> tma_family.TmaVariant:
     return tma_family.TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), stream_k=bool(config.STREAM_K),
                                  swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS),
                                  narrow_edge=bool(config.NARROW_EDGE),
-                                 fused_edge=config.NARROW_EDGE == FUSED_EDGE)
+                                 fused_edge=config.NARROW_EDGE == FUSED_EDGE,
+                                 split_edge=config.NARROW_EDGE == SPLIT_EDGE)
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from helpers import KernelSpy, problem, spied, spied_check
 
 from gen import render, write_module
 from gen.loader import load_module
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
 
 TMA_CONFIGS = [
     Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1),
@@ -352,6 +352,62 @@ def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env
     assert _edge_claims(spy)[0][:2] == (widths, narrow_edge == FUSED_EDGE)
 
 
+# Split edge tiles under 8 interpreted persistent programs (the default 3 would rarely split): one edge width or two, C
+# and C^T, odd K that the slices share unevenly, a C stored through pointers.
+SPLIT_EDGE_CONFIGS = [
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE),
+    Config(64, 128, 32, 2, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=SPLIT_EDGE),
+    Config(64, 64, 32, 1, 1, 8, 2, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, NARROW_EDGE=SPLIT_EDGE),
+    Config(64, 128, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=SPLIT_EDGE),
+]
+
+
+@pytest.mark.parametrize("M,N,K,col_a,col_b,split", [
+    (60, 136, 400, False, False, True),  # 8 past two tiles of 64: one edge tile in 3 slices of 13 K tiles
+    (100, 296, 300, True, True, True),  # 40 past four tiles of 64: edges of 32 and 16 over 2 rows, 2 slices each
+    (64, 450, 513, False, True, True),  # C's rows of 450 halves: stored through pointers; C^T: none past 64
+    (70, 81, 90, True, False, False),  # K in 3 tiles: too few to split, the edge runs as NARROW_EDGE 1's
+])
+def test_split_edge_tiles_match_float64_twice_and_leave_their_sums_zero(tmp_path, interpreter_env, monkeypatch, M, N, K,
+                                                                        col_a, col_b, split):
+    module = load_module(write_module(problem(M, N, K, "fp16", col_a, col_b), SPLIT_EDGE_CONFIGS, tmp_path))
+    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    split_somewhere = False
+    for config in SPLIT_EDGE_CONFIGS:
+        spy = spied(monkeypatch, module, config)
+        for seed in (17, 18):  # the second launch finds the running sums and counters the first left
+            error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+            assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
+        rows, cols = (N, M) if config.SWAP_AB else (M, N)
+        widths = module.edge_columns(cols, config.BLOCK_SIZE_N)
+        row_tiles = -(-rows // config.BLOCK_SIZE_M)
+        slices = spy.launches[0][1].get("EDGE_SPLIT", 1)
+        assert slices == module.edge_slices(spy.grids[0][0], len(widths) * row_tiles, -(-K // config.BLOCK_SIZE_K))
+        claims = [claim for _, _, claim, _ in _edge_claims(spy)]
+        if widths:  # every slice of every edge tile claimed once, then one claim too many per program
+            assert claims == [len(widths) * row_tiles * slices + spy.grids[0][0]] * 2, config
+        if slices > 1:
+            split_somewhere = True
+            named = spy.named()
+            assert not named["workspace"].any() and not named["arrivals"].any(), config
+        else:
+            assert spy.named()["workspace"] is None, config
+    assert split_somewhere is split
+
+
+@pytest.mark.parametrize("dtype, dtype_c, bias", [("fp16", "fp16", True), ("fp8", "fp32", True),
+                                                  ("int8", "int32", False)])
+def test_split_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias):
+    from dataclasses import replace
+
+    config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE)
+    p = replace(problem(60, 136, 1100, dtype, dtype_c=dtype_c), bias=bias)  # 9 K tiles: 2 slices of 4 and 5
+    module = load_module(write_module(p, [config], tmp_path))
+    error, kwargs, _ = spied_check(monkeypatch, module, config, seed=19)
+    assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
+    assert kwargs["EDGE_SPLIT"] == 2 and kwargs["EDGE_N"] == 16
+
+
 def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
     from prune.rules import edge_columns
 
@@ -377,6 +433,22 @@ def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
                                                                   "EDGE_STAGES2": 7}
     assert module.edge_options(tile, fused, (128, 32), 2200) == {"EDGE_FUSED": True, "EDGE_N": 128, "EDGE_N2": 32}
     assert module.edge_options(tile, fused, (128, 32), 408) == module.edge_options(tile, narrow, (128, 32), 408)
+    # the split edge's slices, as the pruner counts them on a GPU of 132 SMs, and its option
+    from prune.device import INTERPRETER_PROFILE
+    from prune.rules import edge_slices
+
+    split = module.TmaVariant(narrow_edge=True, split_edge=True)
+    for M, N, K in [(4096, 4248, 4096), (4096, 4248, 1024), (4096, 4248, 448), (256, 2056, 4096), (16384, 1176, 4096),
+                    (4096, 4096, 4096), (200, 136, 90)]:
+        for block_m, block_n in [(128, 256), (256, 128), (64, 64)]:
+            config = Config(block_m, block_n, 64, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE)
+            launch_tile = module.TileConfig(BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=64,
+                                            GROUP_SIZE_M=1, SPLIT_K=1, num_warps=8, num_stages=3)
+            programs = min(132, -(-M // block_m) * -(-N // block_n))
+            assert module.edge_split(launch_tile, split, module.edge_columns(N, block_n), M, K, programs) == (
+                edge_slices(problem(M, N, K), config, INTERPRETER_PROFILE)), (M, N, K, config)
+    assert module.edge_split(tile, narrow, (16,), 4096, 4096, 132) == 1
+    assert module.edge_options(tile, split, (32,), 4248, 8) == {"EDGE_N": 32, "EDGE_STAGES": 7, "EDGE_SPLIT": 8}
 
 
 def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):

@@ -13,7 +13,7 @@ from helpers import problem, spied
 from gen import write_module
 from gen.loader import load_module
 from gen.naming import kernel_name
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import RULES_BY_NAME
 
@@ -206,6 +206,51 @@ def test_two_edge_widths_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
     kept = [config for config in NARROW_CONFIGS if RULES_BY_NAME["narrow_edge"].keep(p, config, INTERPRETER_PROFILE)]
     assert sum(config.NARROW_EDGE == FUSED_EDGE and config.BLOCK_SIZE_N == 256 for config in kept) == 2
     ahead = _check_compiled_ahead(tmp_path, p, kept)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
+# Edge tiles apart in K slices at sizes where they split on 132 SMs: one edge width or two, rows copied, C^T; each
+# config launched twice, the second launch finding the running sums and counters the first left
+SPLIT_EDGE_CONFIGS = [
+    Config(256, 128, 64, 1, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=SPLIT_EDGE),
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, NARROW_EDGE=SPLIT_EDGE),
+    Config(128, 256, 64, 8, 1, 8, 4, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1, ALIGN_ROWS=1,
+           NARROW_EDGE=SPLIT_EDGE),
+    Config(128, 128, 64, 8, 1, 4, 5, PERSISTENT_TMA=1, SWAP_AB=1, NARROW_EDGE=SPLIT_EDGE),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+# splits: how many of the four configs split their edge tiles there
+@pytest.mark.parametrize("M,N,K,col_a,col_b,splits", [
+    (4096, 4248, 4096, False, False, 3),  # 24 past 33 tiles of 128: 16 edge tiles of 256 rows in 8 slices; C^T: none
+    (2048, 2200, 1024, False, True, 3),  # 152 past tiles of 256: edges of 128 and 32 over 16 rows, 4 slices each
+    (1000, 1040, 1000, True, True, 3),  # 16 past: 4 slices of 4 K tiles (the last 3); C^T (N = 1000): 104 past 128
+    (2056, 4095, 520, False, False, 1),  # C: no edge narrower than a tile; C^T (N = 2056): 8 past, 9 K tiles in 2 slices
+])
+def test_split_edge_configs_compiled_ahead_and_correct_twice(tmp_path, monkeypatch, dtype, M, N, K, col_a, col_b,
+                                                             splits):
+    p = problem(M, N, K, dtype, col_a, col_b)
+    ahead = _check_compiled_ahead(tmp_path, p, SPLIT_EDGE_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
+    module = load_module(write_module(p, SPLIT_EDGE_CONFIGS, tmp_path))
+    split = 0
+    for config in SPLIT_EDGE_CONFIGS:
+        spy = spied(monkeypatch, module, config)
+        for seed in (8, 9):
+            error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed)
+            assert error <= p.dtype_a.tolerance, (str(config), seed, error)
+        if spy.launches[0][1].get("EDGE_SPLIT", 1) > 1:
+            split += 1
+            sums, counters = spy.named()["workspace"], spy.named()["arrivals"]
+            assert not sums.any() and not counters.any(), str(config)
+    assert split == splits
+
+
+@pytest.mark.parametrize("dtype,dtype_c,bias", [("fp8", "fp16", True), ("int8", "int32", False)])
+def test_split_edge_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype, dtype_c, bias):
+    p = replace(problem(4096, 4248, 4096, dtype, False, True, dtype_c), bias=bias)
+    ahead = _check_compiled_ahead(tmp_path, p, SPLIT_EDGE_CONFIGS[:2])
     assert set(ahead.values()) == {"ok"}, ahead
 
 

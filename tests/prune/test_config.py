@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.naming import kernel_name
-from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, Config, ConfigNameError,
-                          minimum_value)
+from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, SPLIT_EDGE, Config,
+                          ConfigNameError, minimum_value)
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
@@ -95,6 +95,7 @@ def test_hopper_knobs_print_only_when_on():
     ("NARROW_EDGE", {"SWAP_AB": 1, "ALIGN_ROWS": 1, "NARROW_EDGE": 1},
      "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1_AR1_NE1"),
     ("NARROW_EDGE", {"NARROW_EDGE": FUSED_EDGE}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE2"),
+    ("NARROW_EDGE", {"NARROW_EDGE": SPLIT_EDGE}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE3"),
 ])
 def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs, name):
     config = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, **knobs)
@@ -102,7 +103,7 @@ def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs,
     assert Config.parse(str(config)) == config
     assert config.as_dict()[knob] == knobs[knob] and Config.from_mapping(config.as_dict()) == config
     assert knob not in replace(config, **{knob: 0}).as_dict()
-    too_large = FUSED_EDGE + 1 if knob == "NARROW_EDGE" else 2
+    too_large = SPLIT_EDGE + 1 if knob == "NARROW_EDGE" else 2
     with pytest.raises(ValueError, match=f"{knob} must be 0"):
         Config(128, 256, 64, **{knob: too_large})
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import problem
 
 from prune import FULL_SPACE, PruneResult, RangeSpace, prune
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
     FAMILY_RULES,
@@ -17,6 +17,7 @@ from prune.rules import (
     RULES_BY_NAME,
     cdiv,
     edge_columns,
+    edge_slices,
     even_k,
     k_iterations,
     operand_row_bytes,
@@ -401,6 +402,24 @@ def test_fused_edge_only_beside_a_whole_tile_with_its_stages_and_accumulators_in
         assert RULES_BY_NAME["narrow_edge"].keep(p, replace(config, NARROW_EDGE=1), IP)
 
 
+@pytest.mark.parametrize("size, tile, knobs, slices", [
+    ((4096, 4248, 4096), (256, 128), {}, 8),  # 16 edge tiles (of 32) after 528 whole ones: 132 // 16 slices of 8
+    ((4096, 4248, 4096), (128, 128), {}, 4),  # 32 edge tiles: 4 slices of 16 K tiles
+    ((4096, 4248, 1024), (256, 128), {}, 4),  # 16 K tiles: no slice under 4 of them
+    ((4096, 4248, 448), (256, 128), {}, 1),  # 7 K tiles: fewer than two slices of 4
+    ((16384, 1176, 4096), (128, 256), {}, 1),  # 256 edge tiles (128 + 32 wide, 128 rows): more than programs
+    ((4096, 4200, 4096), (128, 256), {}, 4),  # 104 past 16 tiles of 256: one edge of 128 over 32 rows
+    ((256, 2056, 4096), (128, 256), {}, 9),  # 18 tiles, so 18 programs: 9 slices for 2 edge tiles
+    ((2056, 4096, 4096), (128, 256), {"SWAP_AB": 1}, 4),  # C^T: 32 edge tiles of 16 along M
+    ((4096, 4096, 4096), (256, 128), {}, 1),  # no edge
+])
+def test_split_edge_slices_fill_the_programs_and_only_split_edges_are_kept(size, tile, knobs, slices):
+    config = replace(Config(*tile, 64, num_warps=8, num_stages=3, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE), **knobs)
+    p = problem(*size)
+    assert edge_slices(p, config, IP) == slices
+    assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is (slices > 1)
+
+
 def test_narrow_edge_only_in_the_tma_family_and_kept_by_pruning_beside_its_twin():
     p = problem(8192, 2056, 4096)
     assert not RULES_BY_NAME["narrow_edge"].keep(p, Config(128, 256, 64, num_warps=8, NARROW_EDGE=1), IP)
@@ -576,10 +595,10 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 49 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each
-    # with NARROW_EDGE 0, 1 and FUSED_EDGE (STREAM_K is opt-in); each tile config with and without STATIC_SHAPE and
-    # FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 49
+    # 65 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each
+    # with NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (STREAM_K is opt-in); each tile config with and without
+    # STATIC_SHAPE and FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 65
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -623,9 +642,9 @@ def test_prune_known_counts_on_interpreter(full_results):
     splits = len([c for c in skinny if c.SPLIT_K > 1])
     assert len([c for c in skinny if c.FUSED_REDUCE == 1]) == splits // 3 == 2833
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 49 family variants, with and
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 65 family variants, with and
     # without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 49 * 2 * 3 * 48_000
+    assert big.removed_by_rule["split_k"] == 65 * 2 * 3 * 48_000
     assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2  # FUSED_REDUCE 1, 2 with SPLIT_K 1
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines

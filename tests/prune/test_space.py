@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from helpers import SMALL_SPACE_YAML
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
 from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, deterministic, space_from_mapping
 
 
@@ -22,7 +22,7 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
                                     static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
-                                    align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
+                                    align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE))
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
@@ -47,13 +47,13 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 375_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
-    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1 and FUSED_EDGE:
+    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE:
     # the other knobs exist only with TMA
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
-    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 49
+    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 65
     assert sorted(families[1:]) == [(1, ws, es, 0, swap, align, edge) for ws in (0, 1) for es in (0, 1)
-                                    for swap in (0, 1) for align in (0, 1) for edge in (0, 1, FUSED_EDGE)]
-    assert len(FULL_SPACE) == 49 * 375_000
+                                    for swap in (0, 1) for align in (0, 1) for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)]
+    assert len(FULL_SPACE) == 65 * 375_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
@@ -109,8 +109,8 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    # x 49 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 49 * 2 * 3
+    # x 65 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 65 * 2 * 3
 
 
 def test_space_from_small_space_yaml(small_space):
@@ -135,8 +135,9 @@ def test_mapping_without_tma_drops_its_knobs():
     with pytest.raises(ValueError, match="EPILOGUE_SUBTILE values must be 0"):
         space_from_mapping({"EPILOGUE_SUBTILE": [2]}, "x")
     assert space_from_mapping({"NARROW_EDGE": [FUSED_EDGE]}, "x").narrow_edge == (FUSED_EDGE,)
-    with pytest.raises(ValueError, match="NARROW_EDGE values must be 0 .*, 1 .* or 2 "):
-        space_from_mapping({"NARROW_EDGE": [3]}, "x")
+    assert space_from_mapping({"NARROW_EDGE": [SPLIT_EDGE, 0]}, "x").narrow_edge == (0, SPLIT_EDGE)
+    with pytest.raises(ValueError, match="NARROW_EDGE values must be 0 .*, 1 .*, 2 .* or 3 "):
+        space_from_mapping({"NARROW_EDGE": [4]}, "x")
     # the atomic running sums are asked for, or left out for kernels whose bits never change
     assert space_from_mapping({"FUSED_REDUCE": [2, 0]}, "x").fused_reduce == (0, ATOMIC_REDUCE)
     assert space_from_mapping({"FUSED_REDUCE": [0, 1]}, "x").fused_reduce == (0, 1)
@@ -211,8 +212,12 @@ def test_space_from_mapping_rejects_non_mapping(document):
 
 
 def test_a_deterministic_space_drops_only_the_atomic_sums():
-    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1))
+    # split-K's running sums and the split edge tiles' (both added to atomically, in no set order)
+    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
     assert deterministic(AMD_SPACE) == AMD_SPACE  # never had them
-    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2
+    # of the 65 family variants, the 16 split edges go
+    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2 // 65 * 49
     with pytest.raises(ValueError, match="only atomic sums"):
         deterministic(replace(FULL_SPACE, fused_reduce=(ATOMIC_REDUCE,)))
+    with pytest.raises(ValueError, match="only split edges"):
+        deterministic(replace(FULL_SPACE, narrow_edge=(SPLIT_EDGE,)))
