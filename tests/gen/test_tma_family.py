@@ -693,6 +693,17 @@ def test_split_k_in_the_tma_family_only_fused_and_alone(tmp_path, interpreter_en
         module.launch_tma(getattr(module, f"matmul_kernel_{name}"), tile, getattr(module, f"VARIANT_{name}"), a, b, c)
 
 
+def test_stream_k_and_narrow_edge_are_refused_together(tmp_path, interpreter_env):
+    # the rules keep no such config (both take the scratch arguments); the launch refuses a module edited by hand
+    config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE)
+    module = load_module(write_module(problem(60, 136, 400), [config], tmp_path))
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
+    name = str(config)
+    variant = module.TmaVariant(stream_k=True, narrow_edge=True, split_edge=True)
+    with pytest.raises(ValueError, match="STREAM_K .* NARROW_EDGE"):
+        module.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"), variant, a, b, c)
+
+
 # num_ctas=2: each persistent program is a cluster of two CTAs, so the grid holds half as many programs. The
 # interpreter ignores num_ctas; 6 stand-in SMs give 3 programs, fewer than the tiles below, so the division shows.
 # As the prune rules keep them (cluster_epilogue_subtile, tma_clusters): no EPILOGUE_SUBTILE, no STREAM_K, and A
