@@ -92,8 +92,8 @@ def largest_switch_value(switch: str) -> int:
 def switch_values(field: str) -> str:
     """The legal values of a switch, for error messages."""
     if field == "NARROW_EDGE":
-        return (f"0 (off), 1 (narrow edge tiles), {FUSED_EDGE} (fused with the last whole tile) or {SPLIT_EDGE} (apart, "
-                "their K loops in slices)")
+        return (f"0 (off), 1 (narrow edge tiles), {FUSED_EDGE} (fused with the last whole tile) or {SPLIT_EDGE} "
+                "(apart, their K loops in slices)")
     if field == "FUSED_REDUCE":
         return f"0 (a reduction kernel), 1 (a slot per K slice) or {ATOMIC_REDUCE} (atomic adds into one sum)"
     return "0 (off) or 1 (on)"

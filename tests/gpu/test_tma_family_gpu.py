@@ -221,7 +221,7 @@ SPLIT_EDGE_CONFIGS = [replace(config, NARROW_EDGE=SPLIT_EDGE) for config in NARR
     (4096, 4248, 4096, False, False, 3),  # 24 past 33 tiles of 128: 16 edge tiles of 256 rows in 8 slices; C^T: none
     (2048, 2200, 1024, False, True, 3),  # 152 past tiles of 256: edges of 128 and 32 over 16 rows, 4 slices each
     (1000, 1040, 1000, True, True, 3),  # 16 past: 4 slices of 4 K tiles (the last 3); C^T (N = 1000): 104 past 128
-    (2056, 4095, 520, False, False, 1),  # C: no edge narrower than a tile; C^T (N = 2056): 8 past, 9 K tiles in 2 slices
+    (2056, 4095, 520, False, False, 1),  # C: no edge narrower than a tile; C^T (N = 2056): 8 past; 9 K tiles, 2 slices
 ])
 def test_split_edge_configs_compiled_ahead_and_correct_twice(tmp_path, monkeypatch, dtype, M, N, K, col_a, col_b,
                                                              splits):

@@ -47,8 +47,8 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 375_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
-    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE:
-    # the other knobs exist only with TMA
+    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1, FUSED_EDGE and
+    # SPLIT_EDGE: the other knobs exist only with TMA
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
     assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 65
     assert sorted(families[1:]) == [(1, ws, es, 0, swap, align, edge) for ws in (0, 1) for es in (0, 1)
