@@ -126,7 +126,7 @@ def tma_persistent_tile(
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
     EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
     EDGE_STAGES2: tl.constexpr = None, SPLIT_K: tl.constexpr = 1, FUSED_REDUCE: tl.constexpr = 0,
-    EDGE_SPLIT: tl.constexpr = 1,
+    EDGE_SPLIT: tl.constexpr = 1, TAIL_SPLIT: tl.constexpr = 1,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -138,6 +138,10 @@ def tma_persistent_tile(
 
     STREAM_K: the tiles that would leave a last wave partly idle are shared out by K iterations instead
     (stream_k_part); `workspace` and `arrivals` are its scratch (stream_k_scratch), None otherwise.
+
+    TAIL_SPLIT > 1 (STREAM_K off): the tiles past the last whole wave (one tile per program) run last, each in
+    TAIL_SPLIT K slices, units of work that the programs walk as split-K slices (split_k_part), adding their partials
+    into a running sum per tile (ATOMIC_SUM); `workspace` and `arrivals` are their scratch (tail_scratch).
 
     SPLIT_K > 1: every tile's K loop is cut into SPLIT_K slices, each a unit of work of its own, and the slices sum
     their partial tiles themselves (split_k_part), through a running sum per tile if FUSED_REDUCE is ATOMIC_SUM, else
@@ -174,11 +178,13 @@ def tma_persistent_tile(
     whole_tiles = num_pid_m * num_pid_n
     if STREAM_K:
         whole_tiles -= stream_k_tiles_of(whole_tiles, programs)
+    if TAIL_SPLIT > 1:  # the launch splits a tail only where the tiles overrun a whole wave (tail_slices)
+        whole_tiles -= whole_tiles % programs
     if SPLIT_K > 1:
         split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
-                     stride_cn, stride_bias, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N,
-                     BLOCK_SIZE_K, GROUP_SIZE_M, SPLIT_K, FUSED_REDUCE, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE,
-                     HAS_BIAS, HAS_SCALES)
+                     stride_cn, stride_bias, num_pid_m, num_pid_n, 0, whole_tiles, k_tiles, acc_dtype, BLOCK_SIZE_M,
+                     BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, SPLIT_K, FUSED_REDUCE, A_COL, B_COL, C_TMA,
+                     EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
     else:
         # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
         # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
@@ -193,6 +199,11 @@ def tma_persistent_tile(
             tile_epilogue(c, acc, tile_id_c, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
                           stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA,
                           EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+    if TAIL_SPLIT > 1:
+        split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
+                     stride_cn, stride_bias, num_pid_m, num_pid_n, whole_tiles, num_pid_m * num_pid_n - whole_tiles,
+                     k_tiles, acc_dtype, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, TAIL_SPLIT,
+                     ATOMIC_SUM, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
     if STREAM_K:
         stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
                       stride_cn, stride_bias, whole_tiles, num_pid_m, num_pid_n, k_tiles, acc_dtype, BLOCK_SIZE_M,
@@ -325,14 +336,15 @@ def stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspa
 
 @triton.jit
 def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials, arrivals, M, N, stride_cm,
-                 stride_cn, stride_bias, num_pid_m, num_pid_n, k_tiles, acc_dtype: tl.constexpr,
+                 stride_cn, stride_bias, num_pid_m, num_pid_n, first_tile, tiles, k_tiles, acc_dtype: tl.constexpr,
                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
                  GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED_REDUCE: tl.constexpr, A_COL: tl.constexpr,
                  B_COL: tl.constexpr, C_TMA: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr,
                  HAS_SCALES: tl.constexpr):
-    """Every tile's K loop in SPLIT_K slices of consecutive K tiles, each slice a unit of work that the persistent
-    programs walk as they walk tiles: where the tiles alone leave SMs idle (128x4096 in 32 tiles of 128x128 on 132
-    SMs), the slices fill them.
+    """The K loops of `tiles` tiles from first_tile on (in grouped order) in SPLIT_K slices of consecutive K tiles, each
+    slice a unit of work that the persistent programs walk as they walk tiles: where the tiles alone leave SMs idle
+    (128x4096 in 32 tiles of 128x128 on 132 SMs), the slices fill them. The whole output (SPLIT_K > 1), or the tiles
+    past the last whole wave (TAIL_SPLIT).
 
     Units run tile by tile (a tile's slices, then the next tile's), so a tile's slices run side by side on
     neighbouring programs, finish together, and the last of them reads the others' partials while they are fresh
@@ -345,12 +357,11 @@ def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials
     another)."""
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
-    tiles = num_pid_m * num_pid_n
     k_share = tl.cdiv(k_tiles, SPLIT_K)
     for unit in tl.range(start, tiles * SPLIT_K, programs):
-        tile_id = unit // SPLIT_K
+        tile_id = unit // SPLIT_K  # counted from first_tile: the scratch holds these tiles' partials only
         k_slice = unit - tile_id * SPLIT_K
-        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        pid_m, pid_n = grouped_tile(first_tile + tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
         k_first = k_slice * k_share
         acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
         acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, k_first,
@@ -525,6 +536,7 @@ class TmaVariant:
     narrow_edge: bool = False  # compute the columns past the last whole tile in narrower tiles (edge_columns)
     fused_edge: bool = False  # with narrow_edge: each narrower tile beside a whole one of its rows, in its K loop
     split_edge: bool = False  # with narrow_edge: the narrower tiles apart, their K loops in slices (edge_slices)
+    split_tail: bool = False  # the tiles past the last whole wave in K slices (tail_slices); not with stream_k
 
 
 NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
@@ -583,6 +595,37 @@ def edge_scratch(config: TileConfig, widths: tuple[int, ...], M: int, a, device)
 def _accumulator_dtype(input_dtype):
     """Element type of partial tiles in a launch's scratch: the kernel's accumulator (int32 for int8 inputs)."""
     return torch.int32 if input_dtype == torch.int8 else torch.float32
+
+
+TAIL_SLICE_K_TILES = 8  # the fewest K tiles in a slice of a tile past the last whole wave
+
+
+def tail_slices(tiles: int, programs: int, k_tiles: int) -> int:
+    """K slices per tile past the last whole wave of a split-tail launch (tma_persistent_tile's TAIL_SPLIT): as many as
+    give every program one unit, at least TAIL_SLICE_K_TILES K tiles each; 1 (no split) where that leaves fewer than
+    two, or where the tiles fill whole waves or less than one. At 5120x5120x4096 (fp16, H100) 800 tiles of 128x256 make
+    six waves of 132 and 8 tiles more; in 8 slices the launch took 330.8-335.0 us, against 357.4-362.7 with whole
+    tiles and 345.5-350.0 with stream-K (BENCHMARKS.md, twenty-second run)."""
+    tail = tiles % programs if tiles > programs else 0
+    if not tail:
+        return 1
+    slices = min(programs // tail, k_tiles // TAIL_SLICE_K_TILES)
+    return slices if slices >= 2 else 1
+
+
+def tail_split(config: TileConfig, variant: TmaVariant, M: int, N: int, K: int, programs: int) -> int:
+    """TAIL_SPLIT of a launch on an M x K A and a K x N B: tail_slices for a split-tail variant, else 1."""
+    if not variant.split_tail:
+        return 1
+    return tail_slices(_tiles(config, M, N), programs, ceil_div(K, config.BLOCK_SIZE_K))
+
+
+def tail_scratch(config: TileConfig, tiles: int, programs: int, a, device) -> tuple:
+    """(workspace, arrivals) of a split-tail launch: a zeroed running sum per tile past the last whole wave, in the
+    accumulator's type, and their zeroed arrival counters; the last slice of each tile leaves both zero."""
+    tail = tiles % programs
+    return (running_sums(device, tail * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N, _accumulator_dtype(a.dtype)),
+            arrival_counters(device, tail))
 
 
 def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
@@ -693,6 +736,12 @@ def edge_options(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...
     return options
 
 
+def tail_options(slices: int) -> dict:
+    """The kernel's TAIL_SPLIT where the tiles past the last whole wave run in `slices` > 1 K slices (tail_split);
+    passed only when set, so that kernels specialized before the split existed stay the same."""
+    return {"TAIL_SPLIT": slices} if slices > 1 else {}
+
+
 def pdl_options(after_copies: bool) -> dict:
     """Launch options of a GEMM that follows its padding copy: a programmatic dependent launch (Hopper+), whose
     programs wait for the copy inside the kernel (AFTER_COPIES) instead of behind it in the stream, which hides the
@@ -710,25 +759,32 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     to keep the caller's poison in a tile the kernel missed): about 30 us of a 190 us launch at 4095x4097.
 
     variant.swap_ab: the kernel computes C^T = B^T A^T on the transposed views, so C^T is written in place too.
-    config.SPLIT_K > 1 (with fused_reduce): each tile's K loop runs in that many slices (split_k_part)."""
+    config.SPLIT_K > 1 (with fused_reduce): each tile's K loop runs in that many slices (split_k_part).
+    variant.split_tail: the tiles past the last whole wave do, in tail_slices slices."""
     if variant.swap_ab:
         if bias is not None:
             raise ValueError("SWAP_AB computes C^T, whose columns a bias on the rows of C would fall on: no bias")
         a, b, c = b.t(), a.t(), c.t()
-    if config.SPLIT_K > 1 and (config.reduction_kernel or variant.stream_k or variant.narrow_edge):
+    last_wave = variant.stream_k or variant.split_tail
+    if config.SPLIT_K > 1 and (config.reduction_kernel or last_wave or variant.narrow_edge):
         raise ValueError("the TMA family splits K with FUSED_REDUCE (the slices sum their partials themselves), "
                          "without STREAM_K and NARROW_EDGE")
-    if variant.stream_k and variant.narrow_edge:
+    if last_wave and variant.narrow_edge:
         raise ValueError("STREAM_K shares out the tiles of the last wave; NARROW_EDGE is another way: not both")
+    if variant.stream_k and variant.split_tail:
+        raise ValueError("stream-K and the split tail are two ways of sharing out the last wave: not both")
     M, K = a.shape
     N = b.shape[1]
     args = tma_arguments(config, variant, a, b, c)
     grid = _programs(config, M, N, c.device)
     slices = edge_split(config, variant, args.edges.widths, M, K, grid[0])
+    tail = tail_split(config, variant, M, N, K, grid[0])
     if config.SPLIT_K > 1:
         workspace, arrivals = split_k_scratch(config, _tiles(config, M, N), a, c.device)
     elif slices > 1:
         workspace, arrivals = edge_scratch(config, args.edges.widths, M, a, c.device)
+    elif tail > 1:
+        workspace, arrivals = tail_scratch(config, _tiles(config, M, N), grid[0], a, c.device)
     else:
         workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
@@ -736,8 +792,8 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **edge_options(config, variant, args.edges.widths, N, slices), **pdl_options(args.after_copies),
-        **dict(config.options),
+        **edge_options(config, variant, args.edges.widths, N, slices), **tail_options(tail),
+        **pdl_options(args.after_copies), **dict(config.options),
     )
     return c
 
@@ -789,8 +845,9 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
     grid = _programs(config, M, N, "cuda")
     slices = edge_split(config, variant, widths, M, K, grid[0])
+    tail = tail_split(config, variant, M, N, K, grid[0])
     scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (
-        variant.stream_k or config.SPLIT_K > 1 or slices > 1) else (None, None)
+        variant.stream_k or config.SPLIT_K > 1 or slices > 1 or tail > 1) else (None, None)
     edges = EdgeOperands(widths, tuple(_mock_descriptor(problem.dtype_b, N, K, [width, bk]) if problem.col_b else
                                        _mock_descriptor(problem.dtype_b, K, N, [bk, width]) for width in widths),
                          tuple(_mock_descriptor(problem.dtype_c, M, N, [bm, width]) if c_tma else c_arg
@@ -801,6 +858,6 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=grid,
-        **edge_options(config, variant, widths, N, slices), **pdl_options(copies),
+        **edge_options(config, variant, widths, N, slices), **tail_options(tail), **pdl_options(copies),
         **dict(config.options),
     ))

@@ -11,7 +11,7 @@ from pathlib import Path
 from string import Template
 
 from gen.naming import compiler_name, kernel_name, launcher_name, reduce_kernel_name
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, HOPPER_KNOBS, SPLIT_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, HOPPER_KNOBS, SPLIT_EDGE, SPLIT_TAIL, Config, kernel_switches
 from tuner.problem import GemmProblem
 
 FAMILY_SOURCE = Path(__file__).with_name("matmul_family.py")
@@ -94,7 +94,7 @@ def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, ar
             B_COL: tl.constexpr, C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr,
             AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0, EDGE_STAGES: tl.constexpr = None,
             EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0, EDGE_STAGES2: tl.constexpr = None,
-            EDGE_SPLIT: tl.constexpr = 1):
+            EDGE_SPLIT: tl.constexpr = 1, TAIL_SPLIT: tl.constexpr = 1):
     tma_persistent_tile(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge,
                         b_edge2, c_edge2, edge_claims, M, N, K, stride_cm, stride_cn, stride_bias,
                         BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
@@ -102,7 +102,7 @@ def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, ar
                         WARP_SPECIALIZE=$WARP_SPECIALIZE, EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE, STREAM_K=$STREAM_K,
                         HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES, AFTER_COPIES=AFTER_COPIES, EDGE_N=EDGE_N,
                         EDGE_STAGES=EDGE_STAGES, EDGE_FUSED=EDGE_FUSED, EDGE_N2=EDGE_N2, EDGE_STAGES2=EDGE_STAGES2,
-                        EDGE_SPLIT=EDGE_SPLIT, SPLIT_K=$SPLIT_K, FUSED_REDUCE=$FUSED_REDUCE)
+                        EDGE_SPLIT=EDGE_SPLIT, TAIL_SPLIT=TAIL_SPLIT, SPLIT_K=$SPLIT_K, FUSED_REDUCE=$FUSED_REDUCE)
 ''')
 
 _TMA_LAUNCHER = Template('''
@@ -112,7 +112,7 @@ CONFIG_$config_name = TileConfig(BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK
                                  num_stages=$num_stages$options$fused_reduce)
 VARIANT_$config_name = TmaVariant(epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K,
                                    swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS, narrow_edge=$NARROW_EDGE,
-                                   fused_edge=$FUSED_EDGE, split_edge=$SPLIT_EDGE)
+                                   fused_edge=$FUSED_EDGE, split_edge=$SPLIT_EDGE, split_tail=$SPLIT_TAIL)
 
 
 def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
@@ -191,10 +191,11 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             compiler=compiler_name(config), reduce_kernel=reduce_kernel_name(config),
             reduce_ref=reduce_kernel_name(config) if config.reduction_kernel else "None",
             **{**config.as_dict(), **{knob: bool(getattr(config, knob)) for knob in HOPPER_KNOBS},
-               "FUSED_REDUCE": fused_reduce},
+               **kernel_switches(config), "FUSED_REDUCE": fused_reduce},
             fused_reduce=f",\n                                 fused_reduce={fused_reduce}.value"
             if config.FUSED_REDUCE else "",
             FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE, SPLIT_EDGE=config.NARROW_EDGE == SPLIT_EDGE,
+            SPLIT_TAIL=config.STREAM_K == SPLIT_TAIL,
             options=_options(config), shape_parameters=_shape_parameters(config),
         )
         if config.PERSISTENT_TMA:

@@ -47,14 +47,17 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
-# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1, FUSED_EDGE or SPLIT_EDGE) and FUSED_REDUCE (0, 1 or
-# ATOMIC_REDUCE).
+# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1, FUSED_EDGE or SPLIT_EDGE), FUSED_REDUCE (0, 1 or
+# ATOMIC_REDUCE) and STREAM_K (0, 1 or SPLIT_TAIL).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
 # NARROW_EDGE's value for edge tiles computed in the K loop of their row's last whole tile (gen.tma_family.edge_part)
 FUSED_EDGE = 2
 # NARROW_EDGE's value for edge tiles apart whose K loops are cut into slices that programs claim as units of work
 # (gen.tma_family.edge_part)
 SPLIT_EDGE = 3
+# STREAM_K's value for the tiles past the last whole wave computed in K slices that add into one running sum per tile
+# (gen.tma_family.tail_slices)
+SPLIT_TAIL = 2
 # FUSED_REDUCE's value for K slices that add their partials into one running sum per tile (gen.matmul_family.ATOMIC_SUM)
 ATOMIC_REDUCE = 2
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
@@ -85,8 +88,9 @@ def minimum_value(field: str) -> int:
 
 
 def largest_switch_value(switch: str) -> int:
-    """Largest legal value of a switch: 1 (on), SPLIT_EDGE for NARROW_EDGE, ATOMIC_REDUCE for FUSED_REDUCE."""
-    return {"NARROW_EDGE": SPLIT_EDGE, "FUSED_REDUCE": ATOMIC_REDUCE}.get(switch, 1)
+    """Largest legal value of a switch: 1 (on), SPLIT_EDGE for NARROW_EDGE, ATOMIC_REDUCE for FUSED_REDUCE, SPLIT_TAIL
+    for STREAM_K."""
+    return {"NARROW_EDGE": SPLIT_EDGE, "FUSED_REDUCE": ATOMIC_REDUCE, "STREAM_K": SPLIT_TAIL}.get(switch, 1)
 
 
 def switch_values(field: str) -> str:
@@ -96,7 +100,15 @@ def switch_values(field: str) -> str:
                 "(apart, their K loops in slices)")
     if field == "FUSED_REDUCE":
         return f"0 (a reduction kernel), 1 (a slot per K slice) or {ATOMIC_REDUCE} (atomic adds into one sum)"
+    if field == "STREAM_K":
+        return f"0 (off), 1 (stream-K) or {SPLIT_TAIL} (the tiles past the last whole wave in K slices)"
     return "0 (off) or 1 (on)"
+
+
+def kernel_switches(config: Config) -> dict[str, bool]:
+    """The TMA family kernel's compile-time switches (KERNEL_KNOBS) of a config, each on where its knob is 1: STREAM_K
+    is stream-K's, a split tail (SPLIT_TAIL) being the launch's (gen.tma_family.tail_split)."""
+    return {knob: getattr(config, knob) == 1 for knob in KERNEL_KNOBS}
 
 
 def _hint_token(hint: str) -> str:
@@ -142,7 +154,10 @@ class Config:
     PERSISTENT_TMA: int = 0  # 1: persistent grid (one program per SM) loading tiles through TMA descriptors
     WARP_SPECIALIZE: int = 0  # 1: producer/consumer warps in the persistent loop (needs PERSISTENT_TMA)
     EPILOGUE_SUBTILE: int = 0  # 1: store the output tile in two halves, halving its shared memory
-    STREAM_K: int = 0  # 1: the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA)
+    # 1: the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA); SPLIT_TAIL (2): the
+    # tiles past the last whole wave run in K slices that add into one running sum per tile (atomic adds), so that a
+    # few tiles after whole waves keep every SM busy (gen.tma_family.tail_slices).
+    STREAM_K: int = 0
     schedule_hint: str | None = None  # AMD: instruction scheduling variant of the K loop, e.g. "none"
     # NVIDIA compute capability 9+: each program runs as a cluster of this many CTAs that split its tile (Triton's
     # num_ctas launch option). Last, since configs are built positionally by the fields above.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from prune.config import FUSED_EDGE, SPLIT_EDGE, Config
+from prune.config import FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 from prune.device import DeviceProfile
 from tuner.problem import GemmProblem
 
@@ -249,6 +249,21 @@ def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceP
 
 
 STREAM_K_LEAST_IDLE = 0.01  # share of the last wave's SM time left idle below which stream-K is not tried
+TAIL_SLICE_K_TILES = 8  # the fewest K tiles in a slice of a split tail tile (gen.tma_family.TAIL_SLICE_K_TILES)
+TAIL_LEAST_SLICES = 4  # the fewest K slices per tail tile for which a split tail is tried
+
+
+def tail_slices(problem: GemmProblem, config: Config, device: DeviceProfile) -> int:
+    """K slices per tile past the last whole wave of a SPLIT_TAIL config, as the launch sets them
+    (gen.tma_family.tail_slices): as many as give each persistent program one, at least TAIL_SLICE_K_TILES K tiles
+    each; 1 where that leaves fewer than two, or where the tiles fill whole waves or less than one."""
+    tiles = output_tiles(problem, config)
+    programs = min(device.sm_count // config.num_ctas, tiles)
+    tail = tiles % programs if tiles > programs else 0
+    if not tail:
+        return 1
+    slices = min(programs // tail, cdiv(problem.K, config.BLOCK_SIZE_K) // TAIL_SLICE_K_TILES)
+    return slices if slices >= 2 else 1
 
 
 def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -257,10 +272,22 @@ def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # tile's K loop has at least two iterations to split.
     if not config.STREAM_K:
         return True
+    if config.STREAM_K == SPLIT_TAIL:
+        return _split_tail(problem, config, device)
     tiles = output_tiles(problem, config)
     waves = cdiv(tiles, device.sm_count)
     idle = (waves * device.sm_count - tiles) / (waves * device.sm_count)
     return tiles > device.sm_count and idle >= STREAM_K_LEAST_IDLE and k_iterations(problem, config) >= 2
+
+
+def _split_tail(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # The tiles past the last whole wave in K slices (gen.tma_family.tail_slices) pay only where those tiles are few
+    # enough that each is cut into at least TAIL_LEAST_SLICES: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md,
+    # twenty-second run), 128x256 tiles at 5120x5120x4096 (8 tiles past six waves, 8 slices each) took 330.8-335.0 us
+    # against 357.4-362.7 whole, but at 4096x5120x4096 (112 tiles past four waves, 2 slices each) 264.4-290.6 against
+    # 235.1-256.9.
+    # Not with warp specialization, whose loop the tail's would follow unmeasured.
+    return not config.WARP_SPECIALIZE and tail_slices(problem, config, device) >= TAIL_LEAST_SLICES
 
 
 def _swap_ab(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -431,7 +458,9 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("tma_shared_memory", "TMA family: pipeline stages plus the output tile fit in shared memory",
          _tma_shared_memory),
     Rule("stream_k", "STREAM_K only where the tiles overrun whole waves of one per SM, the last wave >= 1% idle, "
-         "and K takes >= 2 iterations", _stream_k),
+         f"and K takes >= 2 iterations; a split tail ({SPLIT_TAIL}) only without WARP_SPECIALIZE, where the tiles past "
+         f"the last whole wave are cut into >= {TAIL_LEAST_SLICES} K slices of >= {TAIL_SLICE_K_TILES} K tiles, one "
+         "per program at most", _stream_k),
     Rule("warp_specialize_warps", "WARP_SPECIALIZE with 4 warps only where C is stored through a descriptor "
          "(its rows 16-byte aligned) and the tile is at most 64x128", _warp_specialize_warps),
     Rule("cluster_epilogue_subtile", "num_ctas > 1 not with EPILOGUE_SUBTILE (fails to compile)",

@@ -11,6 +11,7 @@ from prune.config import (
     FUSED_EDGE,
     HOPPER_KNOBS,
     SPLIT_EDGE,
+    SPLIT_TAIL,
     SWITCHES,
     Config,
     largest_switch_value,
@@ -73,8 +74,9 @@ class RangeSpace:
 # The RangeSpace fields of the kernel-family knobs, in HOPPER_KNOBS's order (PERSISTENT_TMA first).
 _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
-# STREAM_K stays out of it: measured on the H100 it lost to its twin without on every shape tried (BENCHMARKS.md,
-# seventh run); a space file can still ask for it.
+# STREAM_K 1 (stream-K) stays out of it: measured on the H100 it lost to its twin without on every shape tried
+# (BENCHMARKS.md, seventh run); a space file can still ask for it. SPLIT_TAIL joins it; the rules keep it only where the
+# tiles past the last whole wave are few enough to cut into several K slices each.
 # num_ctas > 1 stays out too: measured on the H100 (Triton 3.6, 4096^3 and 8192^3 fp16), every config tried ran
 # 3-21% slower with num_ctas=2 than the same config with 1, in the plain and the TMA family alike (a later run at
 # 4096^3: 13-59% slower); a space file can ask for it (`num_ctas: [1, 2]`).
@@ -88,7 +90,7 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # no reduction kernel).
 FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                         fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
-                        narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE))
+                        narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as do STATIC_SHAPE and
 # FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
@@ -104,7 +106,7 @@ def space_for(vendor: str) -> RangeSpace:
 def deterministic(space: RangeSpace) -> RangeSpace:
     """`space` without the configs whose C may differ in its last bits from launch to launch: those whose split-K
     slices add their partials into a running sum in no set order (FUSED_REDUCE = ATOMIC_REDUCE), and those whose edge
-    tiles' K slices do (NARROW_EDGE = SPLIT_EDGE)."""
+    tiles' K slices (NARROW_EDGE = SPLIT_EDGE) or last tiles' K slices (STREAM_K = SPLIT_TAIL) do."""
     kept = tuple(value for value in space.fused_reduce if value != ATOMIC_REDUCE)
     if not kept:
         raise ValueError(f"FUSED_REDUCE values {list(space.fused_reduce)} hold only atomic sums, which are not "
@@ -113,7 +115,11 @@ def deterministic(space: RangeSpace) -> RangeSpace:
     if not edges:
         raise ValueError(f"NARROW_EDGE values {list(space.narrow_edge)} hold only split edges, which sum atomically "
                          "and are not deterministic: add 0, 1 or 2")
-    return replace(space, fused_reduce=kept, narrow_edge=edges)
+    tails = tuple(value for value in space.stream_k if value != SPLIT_TAIL)
+    if not tails:
+        raise ValueError(f"STREAM_K values {list(space.stream_k)} hold only split tails, which sum atomically and are "
+                         "not deterministic: add 0 or 1")
+    return replace(space, fused_reduce=kept, narrow_edge=edges, stream_k=tails)
 
 
 _SPACE_KEYS = {

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import gen.matmul_family as family
 from gen import tma_family
-from prune.config import FUSED_EDGE, KERNEL_KNOBS, SPLIT_EDGE, Config
+from prune.config import FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config, kernel_switches
 
 INTERPRETED: bool = family.INTERPRETED
 
@@ -59,11 +59,12 @@ def _tile_constants(config: Config) -> dict:
 
 def tma_variant(config: Config) -> tma_family.TmaVariant:
     """The TMA family knobs a launch of `config` acts on, as a generated module's VARIANT_<config> holds them."""
-    return tma_family.TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), stream_k=bool(config.STREAM_K),
+    return tma_family.TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), stream_k=config.STREAM_K == 1,
                                  swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS),
                                  narrow_edge=bool(config.NARROW_EDGE),
                                  fused_edge=config.NARROW_EDGE == FUSED_EDGE,
-                                 split_edge=config.NARROW_EDGE == SPLIT_EDGE)
+                                 split_edge=config.NARROW_EDGE == SPLIT_EDGE,
+                                 split_tail=config.STREAM_K == SPLIT_TAIL)
 
 
 @functools.cache
@@ -76,7 +77,7 @@ def launcher_for(config: Config) -> Launcher:
                              options=tuple(config.launch_options.items()),
                              fused_reduce=config.FUSED_REDUCE)
     if config.PERSISTENT_TMA:
-        knobs = {knob: bool(getattr(config, knob)) for knob in KERNEL_KNOBS}
+        knobs = kernel_switches(config)
         kernel = _Bound(tma_family.tma_persistent_tile,
                         {**_tile_constants(config), **knobs, "SPLIT_K": config.SPLIT_K,
                          "FUSED_REDUCE": config.FUSED_REDUCE})

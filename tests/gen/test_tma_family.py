@@ -12,7 +12,7 @@ from helpers import KernelSpy, problem, spied, spied_check
 
 from gen import render, write_module
 from gen.loader import load_module
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 
 TMA_CONFIGS = [
     Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1),
@@ -352,6 +352,16 @@ def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env
     assert _edge_claims(spy)[0][:2] == (widths, narrow_edge == FUSED_EDGE)
 
 
+def _spied_twice(monkeypatch, module, config) -> KernelSpy:
+    """A KernelSpy on `config`'s kernel after two launches checked against float64 on the CPU, the second finding the
+    running sums and counters the first left."""
+    spy = spied(monkeypatch, module, config)
+    for seed in (17, 18):
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
+    return spy
+
+
 # Split edge tiles under 8 interpreted persistent programs (the default 3 would rarely split): one edge width or two, C
 # and C^T, odd K that the slices share unevenly, a C stored through pointers.
 SPLIT_EDGE_CONFIGS = [
@@ -374,10 +384,7 @@ def test_split_edge_tiles_match_float64_twice_and_leave_their_sums_zero(tmp_path
     monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
     split_somewhere = False
     for config in SPLIT_EDGE_CONFIGS:
-        spy = spied(monkeypatch, module, config)
-        for seed in (17, 18):  # the second launch finds the running sums and counters the first left
-            error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
-            assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
+        spy = _spied_twice(monkeypatch, module, config)
         rows, cols = (N, M) if config.SWAP_AB else (M, N)
         widths = module.edge_columns(cols, config.BLOCK_SIZE_N)
         row_tiles = -(-rows // config.BLOCK_SIZE_M)
@@ -406,6 +413,82 @@ def test_split_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env,
     error, kwargs, _ = spied_check(monkeypatch, module, config, seed=19)
     assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
     assert kwargs["EDGE_SPLIT"] == 2 and kwargs["EDGE_N"] == 16
+
+
+# Split tails under 8 interpreted persistent programs: the tiles past the last whole wave in K slices that add into one
+# running sum per tile. C and C^T, rows of tiles in groups, K that the slices share unevenly, C stored through pointers.
+SPLIT_TAIL_CONFIGS = [
+    Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=SPLIT_TAIL),
+    Config(64, 128, 32, 2, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, STREAM_K=SPLIT_TAIL),
+    Config(64, 64, 32, 4, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1, STREAM_K=SPLIT_TAIL),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b,split", [
+    (300, 200, 600, False, False, True),  # 20 / 10 tiles / C^T 20: 4 / 2 / 4 past the last wave, 19 K tiles: 2 slices
+    (70, 581, 1000, True, True, True),  # C's rows of 581 halves (pointers); 20 / 10 / 20 tiles, 2 / 4 / 2 slices
+    (520, 130, 300, False, True, False),  # 27 tiles: 3 past the last wave, but 10 K tiles make one slice of 8
+    (100, 100, 600, True, False, False),  # 4 / 2 tiles: less than a wave
+])
+def test_split_tail_tiles_match_float64_twice_and_leave_their_sums_zero(tmp_path, interpreter_env, monkeypatch, dtype,
+                                                                        M, N, K, col_a, col_b, split):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), SPLIT_TAIL_CONFIGS, tmp_path))
+    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    split_somewhere = False
+    for config in SPLIT_TAIL_CONFIGS:
+        spy = _spied_twice(monkeypatch, module, config)
+        rows, cols = (N, M) if config.SWAP_AB else (M, N)
+        tiles = -(-rows // config.BLOCK_SIZE_M) * -(-cols // config.BLOCK_SIZE_N)
+        programs = spy.grids[0][0]
+        slices = spy.launches[0][1].get("TAIL_SPLIT", 1)
+        assert slices == module.tail_slices(tiles, programs, -(-K // config.BLOCK_SIZE_K)), config
+        named = spy.named()
+        if slices > 1:
+            split_somewhere = True
+            # (at least) one running sum and one counter per tile past the last whole wave, all left zero
+            assert named["workspace"].numel() >= tiles % programs * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
+            assert named["arrivals"].numel() >= tiles % programs
+            assert not named["workspace"].any() and not named["arrivals"].any(), config
+        else:
+            assert named["workspace"] is None, config
+    assert split_somewhere is split
+
+
+@pytest.mark.parametrize("dtype, dtype_c, bias", [("fp16", "fp16", True), ("fp8", "fp32", True),
+                                                  ("int8", "int32", False)])
+def test_split_tail_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias):
+    from dataclasses import replace
+
+    config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=SPLIT_TAIL)
+    p = replace(problem(300, 200, 2100, dtype, dtype_c=dtype_c), bias=bias)  # 20 tiles, 17 K tiles: 2 slices of 9, 8
+    module = load_module(write_module(p, [config], tmp_path))
+    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    error, kwargs, _ = spied_check(monkeypatch, module, config, seed=23)
+    assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
+    assert kwargs["TAIL_SPLIT"] == 2
+
+
+def test_tail_slices_are_the_pruners(tmp_path, interpreter_env):
+    from prune.device import INTERPRETER_PROFILE
+    from prune.rules import tail_slices
+
+    module = load_module(write_module(problem(64, 64, 64), SPLIT_TAIL_CONFIGS[:1], tmp_path))
+    tail = module.TmaVariant(split_tail=True)
+    for M, N, K in [(5120, 5120, 4096), (5120, 5120, 1024), (5120, 2560, 4096), (4096, 4096, 4096), (4096, 5120, 4096),
+                    (8448, 512, 4096), (1024, 1024, 4096), (3000, 5000, 4096), (300, 200, 600)]:
+        for block_m, block_n in [(128, 256), (256, 128), (64, 64)]:
+            config = Config(block_m, block_n, 64, PERSISTENT_TMA=1, STREAM_K=SPLIT_TAIL)
+            launch_tile = module.TileConfig(BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=64,
+                                            GROUP_SIZE_M=1, SPLIT_K=1, num_warps=8, num_stages=3)
+            programs = min(132, -(-M // block_m) * -(-N // block_n))
+            assert module.tail_split(launch_tile, tail, M, N, K, programs) == (
+                tail_slices(problem(M, N, K), config, INTERPRETER_PROFILE)), (M, N, K, config)
+    whole = module.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
+                              num_warps=8, num_stages=3)
+    assert module.tail_split(whole, tail, 5120, 5120, 4096, 132) == 8
+    assert module.tail_split(whole, module.TmaVariant(), 5120, 5120, 4096, 132) == 1  # not a split-tail config
+    assert module.tail_options(8) == {"TAIL_SPLIT": 8} and module.tail_options(1) == {}
 
 
 def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
@@ -676,7 +759,7 @@ def test_partial_sums_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_en
             assert int((launches[-1][1] == 2).sum()) > 0
 
 
-@pytest.mark.parametrize("knobs", [{"STREAM_K": 1}, {"NARROW_EDGE": 1}, {}])
+@pytest.mark.parametrize("knobs", [{"STREAM_K": 1}, {"STREAM_K": SPLIT_TAIL}, {"NARROW_EDGE": 1}, {}])
 def test_split_k_in_the_tma_family_only_fused_and_alone(tmp_path, interpreter_env, knobs):
     # Config refuses a TMA split without FUSED_REDUCE, and the rules keep none with STREAM_K or NARROW_EDGE; the launch
     # refuses them too, for a generated module edited by hand
@@ -693,14 +776,19 @@ def test_split_k_in_the_tma_family_only_fused_and_alone(tmp_path, interpreter_en
         module.launch_tma(getattr(module, f"matmul_kernel_{name}"), tile, getattr(module, f"VARIANT_{name}"), a, b, c)
 
 
-def test_stream_k_and_narrow_edge_are_refused_together(tmp_path, interpreter_env):
-    # the rules keep no such config (both take the scratch arguments); the launch refuses a module edited by hand
+@pytest.mark.parametrize("knobs, refusal", [
+    ({"stream_k": True, "narrow_edge": True, "split_edge": True}, "STREAM_K .* NARROW_EDGE"),
+    ({"split_tail": True, "narrow_edge": True}, "STREAM_K .* NARROW_EDGE"),
+    ({"stream_k": True, "split_tail": True}, "stream-K and the split tail"),
+])
+def test_ways_of_sharing_out_the_last_wave_are_refused_together(tmp_path, interpreter_env, knobs, refusal):
+    # the rules keep no such config (each takes the scratch arguments); the launch refuses a module edited by hand
     config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE)
     module = load_module(write_module(problem(60, 136, 400), [config], tmp_path))
     a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
     name = str(config)
-    variant = module.TmaVariant(stream_k=True, narrow_edge=True, split_edge=True)
-    with pytest.raises(ValueError, match="STREAM_K .* NARROW_EDGE"):
+    variant = module.TmaVariant(**knobs)
+    with pytest.raises(ValueError, match=refusal):
         module.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"), variant, a, b, c)
 
 

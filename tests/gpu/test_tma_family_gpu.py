@@ -13,7 +13,7 @@ from helpers import problem, spied
 from gen import write_module
 from gen.loader import load_module
 from gen.naming import kernel_name
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import RULES_BY_NAME
 
@@ -209,37 +209,61 @@ def test_two_edge_widths_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
     assert set(ahead.values()) == {"ok"}, ahead
 
 
-# Edge tiles apart in K slices (the narrow edge configs apart, split) at sizes where they split on 132 SMs: one edge
-# width or two, rows copied, C^T; each config launched twice, the second launch finding the running sums and
-# counters the first left
+# Edge tiles apart in K slices (the narrow edge configs apart, split): one edge width or two, rows copied, C^T
 SPLIT_EDGE_CONFIGS = [replace(config, NARROW_EDGE=SPLIT_EDGE) for config in NARROW_CONFIGS[:4]]
+# The tiles past the last whole wave in K slices: tiles of each shape, C^T with rows copied
+SPLIT_TAIL_CONFIGS = [
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, STREAM_K=SPLIT_TAIL),
+    Config(256, 128, 64, 1, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, STREAM_K=SPLIT_TAIL),
+    Config(128, 128, 64, 8, 1, 4, 4, PERSISTENT_TMA=1, STREAM_K=SPLIT_TAIL),
+    Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, SWAP_AB=1, ALIGN_ROWS=1, STREAM_K=SPLIT_TAIL),
+]
 
 
+# At sizes where they split on 132 SMs, each config launched twice, the second launch finding the running sums and
+# counters the first left; splits: how many of the four configs split there
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-# splits: how many of the four configs split their edge tiles there
-@pytest.mark.parametrize("M,N,K,col_a,col_b,splits", [
-    (4096, 4248, 4096, False, False, 3),  # 24 past 33 tiles of 128: 16 edge tiles of 256 rows in 8 slices; C^T: none
-    (2048, 2200, 1024, False, True, 3),  # 152 past tiles of 256: edges of 128 and 32 over 16 rows, 4 slices each
-    (1000, 1040, 1000, True, True, 3),  # 16 past: 4 slices of 4 K tiles (the last 3); C^T (N = 1000): 104 past 128
-    (2056, 4095, 520, False, False, 1),  # C: no edge narrower than a tile; C^T (N = 2056): 8 past; 9 K tiles, 2 slices
-])
-def test_split_edge_configs_compiled_ahead_and_correct_twice(tmp_path, monkeypatch, dtype, M, N, K, col_a, col_b,
-                                                             splits):
+@pytest.mark.parametrize("configs,slices_option,M,N,K,col_a,col_b,splits", [
+    # 24 past 33 tiles of 128: 16 edge tiles of 256 rows in 8 slices; C^T: none
+    (SPLIT_EDGE_CONFIGS, "EDGE_SPLIT", 4096, 4248, 4096, False, False, 3),
+    # 152 past tiles of 256: edges of 128 and 32 over 16 rows, 4 slices each
+    (SPLIT_EDGE_CONFIGS, "EDGE_SPLIT", 2048, 2200, 1024, False, True, 3),
+    # 16 past: 4 slices of 4 K tiles (the last 3); C^T (N = 1000): 104 past 128
+    (SPLIT_EDGE_CONFIGS, "EDGE_SPLIT", 1000, 1040, 1000, True, True, 3),
+    # C: no edge narrower than a tile; C^T (N = 2056): 8 past; 9 K tiles, 2 slices
+    (SPLIT_EDGE_CONFIGS, "EDGE_SPLIT", 2056, 4095, 520, False, False, 1),
+    # 800 tiles (1600 of 128x128): 8 (16) past six (twelve) waves, 8 slices
+    (SPLIT_TAIL_CONFIGS, "TAIL_SPLIT", 5120, 5120, 4096, False, False, 4),
+    # C's rows of 2561 halves through pointers; 3, 4, 2 and 4 slices
+    (SPLIT_TAIL_CONFIGS, "TAIL_SPLIT", 5120, 2561, 2048, False, True, 4),
+    # 192 tiles: 60 past a wave, 2 slices of 8 K tiles (the last cut); 384 tiles of 128x128: 120 past, 1
+    (SPLIT_TAIL_CONFIGS, "TAIL_SPLIT", 2000, 3000, 1000, True, True, 3),
+], ids=["edge-4096x4248x4096", "edge-2048x2200x1024", "edge-1000x1040x1000", "edge-2056x4095x520",
+        "tail-5120x5120x4096", "tail-5120x2561x2048", "tail-2000x3000x1000"])
+def test_split_configs_compiled_ahead_and_correct_twice(tmp_path, monkeypatch, dtype, configs, slices_option, M, N, K,
+                                                        col_a, col_b, splits):
     p = problem(M, N, K, dtype, col_a, col_b)
-    ahead = _check_compiled_ahead(tmp_path, p, SPLIT_EDGE_CONFIGS)
+    ahead = _check_compiled_ahead(tmp_path, p, configs)
     assert set(ahead.values()) == {"ok"}, ahead
-    module = load_module(write_module(p, SPLIT_EDGE_CONFIGS, tmp_path))
+    assert _split_twice(monkeypatch, tmp_path, p, configs, slices_option) == splits
+
+
+def _split_twice(monkeypatch, tmp_path, p, configs: list, slices_option: str) -> int:
+    """How many of `configs` split some tiles' K loops at `p` (their launch's `slices_option` > 1), each launched twice
+    against float64 (the second launch finding the running sums and counters the first left), which must leave the
+    sums and counters zero."""
+    module = load_module(write_module(p, configs, tmp_path))
     split = 0
-    for config in SPLIT_EDGE_CONFIGS:
+    for config in configs:
         spy = spied(monkeypatch, module, config)
         for seed in (8, 9):
             error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed)
             assert error <= p.dtype_a.tolerance, (str(config), seed, error)
-        if spy.launches[0][1].get("EDGE_SPLIT", 1) > 1:
+        if spy.launches[0][1].get(slices_option, 1) > 1:
             split += 1
             sums, counters = spy.named()["workspace"], spy.named()["arrivals"]
             assert not sums.any() and not counters.any(), str(config)
-    assert split == splits
+    return split
 
 
 @pytest.mark.parametrize("dtype,dtype_c,bias", [("fp8", "fp16", True), ("int8", "int32", False)])
@@ -247,6 +271,16 @@ def test_split_edge_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype, dty
     p = replace(problem(4096, 4248, 4096, dtype, False, True, dtype_c), bias=bias)
     ahead = _check_compiled_ahead(tmp_path, p, SPLIT_EDGE_CONFIGS[:2])
     assert set(ahead.values()) == {"ok"}, ahead
+
+
+@pytest.mark.parametrize("dtype,dtype_c,bias", [("fp8", "fp16", True), ("int8", "int32", False)])
+def test_split_tail_8_bit_inputs_compiled_ahead_and_correct(tmp_path, monkeypatch, dtype, dtype_c, bias):
+    # K tiles of 128 (8-bit inputs): 32 of them, 4 slices; 3 stages, so that an int32 C's tile fits beside them
+    configs = [replace(config, BLOCK_SIZE_K=128, num_stages=3) for config in SPLIT_TAIL_CONFIGS[:2]]
+    p = replace(problem(5120, 5120, 4096, dtype, False, True, dtype_c), bias=bias)
+    ahead = _check_compiled_ahead(tmp_path, p, configs)
+    assert set(ahead.values()) == {"ok"}, ahead
+    assert _split_twice(monkeypatch, tmp_path, p, configs, "TAIL_SPLIT") == 2
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gen.naming import kernel_name
-from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, SPLIT_EDGE, Config,
-                          ConfigNameError, minimum_value)
+from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, SPLIT_EDGE, SPLIT_TAIL,
+                          Config, ConfigNameError, kernel_switches, minimum_value)
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
@@ -86,7 +86,8 @@ def test_hopper_knobs_print_only_when_on():
     assert str(Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1)) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1"
 
 
-# the host-side knobs print after the kernel knobs, SWAP_AB, ALIGN_ROWS, NARROW_EDGE, and read back
+# the host-side knobs print after the kernel knobs, SWAP_AB, ALIGN_ROWS, NARROW_EDGE, and read back; so does STREAM_K's
+# split tail, a kernel knob's value that the launch acts on
 @pytest.mark.parametrize("knob, knobs, name", [
     ("SWAP_AB", {"SWAP_AB": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1"),
     ("ALIGN_ROWS", {"ALIGN_ROWS": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_AR1"),
@@ -96,6 +97,8 @@ def test_hopper_knobs_print_only_when_on():
      "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1_AR1_NE1"),
     ("NARROW_EDGE", {"NARROW_EDGE": FUSED_EDGE}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE2"),
     ("NARROW_EDGE", {"NARROW_EDGE": SPLIT_EDGE}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE3"),
+    ("STREAM_K", {"STREAM_K": SPLIT_TAIL}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2"),
+    ("STREAM_K", {"STREAM_K": SPLIT_TAIL, "SWAP_AB": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2_SWAP1"),
 ])
 def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs, name):
     config = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, **knobs)
@@ -103,9 +106,17 @@ def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs,
     assert Config.parse(str(config)) == config
     assert config.as_dict()[knob] == knobs[knob] and Config.from_mapping(config.as_dict()) == config
     assert knob not in replace(config, **{knob: 0}).as_dict()
-    too_large = SPLIT_EDGE + 1 if knob == "NARROW_EDGE" else 2
+    too_large = {"NARROW_EDGE": SPLIT_EDGE + 1, "STREAM_K": SPLIT_TAIL + 1}.get(knob, 2)
     with pytest.raises(ValueError, match=f"{knob} must be 0"):
         Config(128, 256, 64, **{knob: too_large})
+
+
+def test_the_kernel_switches_are_on_for_stream_k_and_off_for_a_split_tail():
+    # the kernel binds STREAM_K for stream-K; a split tail is the launch's TAIL_SPLIT
+    tma = Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1)
+    assert kernel_switches(tma) == {"WARP_SPECIALIZE": True, "EPILOGUE_SUBTILE": False, "STREAM_K": False}
+    assert kernel_switches(replace(tma, STREAM_K=1))["STREAM_K"] is True
+    assert kernel_switches(replace(tma, STREAM_K=SPLIT_TAIL))["STREAM_K"] is False
 
 
 def test_num_ctas_prints_after_num_stages_only_when_not_1():

@@ -9,7 +9,7 @@ import pytest
 from helpers import problem
 
 from prune import FULL_SPACE, PruneResult, RangeSpace, prune
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
     FAMILY_RULES,
@@ -23,6 +23,7 @@ from prune.rules import (
     operand_row_bytes,
     output_tiles,
     shared_memory_bytes,
+    tail_slices,
 )
 from tuner.dtypes import DTYPES
 
@@ -233,6 +234,30 @@ def test_stream_k_only_where_a_last_wave_is_partly_idle(size, block, kept):
     config = Config(*block, 64, **STK)
     assert RULES_BY_NAME["stream_k"].keep(problem(*size), config, IP) is kept
     assert RULES_BY_NAME["stream_k"].keep(problem(*size), replace(config, STREAM_K=0), IP)
+
+
+TAIL = {"PERSISTENT_TMA": 1, "STREAM_K": SPLIT_TAIL}
+
+
+@pytest.mark.parametrize("size, tile, knobs, slices", [
+    ((5120, 5120, 4096), (128, 256), {}, 8),  # 800 tiles: 8 past six waves of 132; 64 K tiles: 8 slices of 8
+    ((5120, 5120, 4096), (128, 128), {}, 8),  # 1600 tiles: 16 past twelve waves, 132 // 16 slices
+    ((5120, 5120, 2048), (128, 256), {}, 4),  # 32 K tiles: 4 slices of 8
+    ((5120, 5120, 1024), (128, 256), {}, 2),  # 16 K tiles: 2 slices, too few to try
+    ((5120, 2560, 4096), (128, 256), {}, 8),  # 400 tiles: 4 past three waves; 132 // 4 capped by the K tiles
+    ((4096, 5120, 4096), (128, 256), {}, 1),  # 640 tiles: 112 past four waves, one slice each
+    ((4096, 11008, 4096), (128, 256), {}, 2),  # 1376 tiles: 56 past ten waves
+    ((8448, 512, 4096), (128, 256), {}, 1),  # 264 tiles: exactly two waves
+    ((1024, 1024, 4096), (128, 256), {}, 1),  # 32 tiles: less than a wave
+    ((5120, 5120, 4096), (128, 256), {"WARP_SPECIALIZE": 1}, 8),  # not with warp specialization
+    ((2560, 5120, 4096), (128, 256), {"SWAP_AB": 1}, 8),  # C^T is 5120x2560: 400 tiles, as above
+])
+def test_a_split_tail_only_where_the_tiles_past_the_last_wave_take_four_slices_or_more(size, tile, knobs, slices):
+    config = replace(Config(*tile, 64, num_warps=8, num_stages=3, **TAIL), **knobs)
+    p = problem(*size)
+    assert tail_slices(p, config, IP) == slices
+    kept = slices >= 4 and not config.WARP_SPECIALIZE
+    assert RULES_BY_NAME["stream_k"].keep(p, config, IP) is kept
 
 
 SWAP = {"PERSISTENT_TMA": 1, "SWAP_AB": 1}
@@ -595,10 +620,10 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 65 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each
-    # with NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (STREAM_K is opt-in); each tile config with and without
-    # STATIC_SHAPE and FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 65
+    # 129 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
+    # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE;
+    # each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 129
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -629,11 +654,11 @@ def test_prune_leaves_a_config_for_skinny_wide_problems(p, device):
 
 
 def test_prune_known_counts_on_interpreter(full_results):
-    # README: "4096^3 fp16 on H100: 2093 (982 plain, 1111 TMA); 16x4096x4096: 9308, 642 of them STATIC_SHAPE and
+    # README: "4096^3 fp16 on H100: 2173 (982 plain, 1191 TMA); 16x4096x4096: 9308, 642 of them STATIC_SHAPE and
     # 5666 FUSED_REDUCE"
     big = full_results[(BIG, IP.name)]
     assert len([c for c in big.configs if not c.PERSISTENT_TMA]) == 982
-    assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1111
+    assert len([c for c in big.configs if c.PERSISTENT_TMA]) == 1191
     assert not any(c.STATIC_SHAPE for c in big.configs)  # 4096^3 is not launch-bound
     skinny = full_results[(SKINNY, IP.name)].configs
     assert len(skinny) == 9308  # M = 16: no TMA tile (BLOCK_M >= 64 > 2M)
@@ -642,9 +667,9 @@ def test_prune_known_counts_on_interpreter(full_results):
     splits = len([c for c in skinny if c.SPLIT_K > 1])
     assert len([c for c in skinny if c.FUSED_REDUCE == 1]) == splits // 3 == 2833
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 65 family variants, with and
+    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 129 family variants, with and
     # without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 65 * 2 * 3 * 48_000
+    assert big.removed_by_rule["split_k"] == 129 * 2 * 3 * 48_000
     assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2  # FUSED_REDUCE 1, 2 with SPLIT_K 1
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines

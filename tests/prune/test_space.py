@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from helpers import SMALL_SPACE_YAML
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, Config
+from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, deterministic, space_from_mapping
 
 
@@ -22,10 +22,11 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
     assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
                                     static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
-                                    align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE))
+                                    align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
+                                    stream_k=(0, SPLIT_TAIL))
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
-    assert FULL_SPACE.stream_k == (0,)  # opt-in: it lost on every shape measured
+    assert 1 not in FULL_SPACE.stream_k  # stream-K is opt-in: it lost on every shape measured
     assert FULL_SPACE.num_ctas == AMD_SPACE.num_ctas == (1,)  # opt-in: slower on every config measured
 
 
@@ -47,13 +48,14 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 375_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
-    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with NARROW_EDGE 0, 1, FUSED_EDGE and
-    # SPLIT_EDGE: the other knobs exist only with TMA
+    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
+    # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE: the other knobs exist only with TMA
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
-    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 65
-    assert sorted(families[1:]) == [(1, ws, es, 0, swap, align, edge) for ws in (0, 1) for es in (0, 1)
-                                    for swap in (0, 1) for align in (0, 1) for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)]
-    assert len(FULL_SPACE) == 65 * 375_000
+    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 129
+    assert sorted(families[1:]) == [(1, ws, es, tail, swap, align, edge) for ws in (0, 1) for es in (0, 1)
+                                    for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
+                                    for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)]
+    assert len(FULL_SPACE) == 129 * 375_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
@@ -109,8 +111,8 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    # x 65 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 65 * 2 * 3
+    # x 129 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 129 * 2 * 3
 
 
 def test_space_from_small_space_yaml(small_space):
@@ -212,12 +214,17 @@ def test_space_from_mapping_rejects_non_mapping(document):
 
 
 def test_a_deterministic_space_drops_only_the_atomic_sums():
-    # split-K's running sums and the split edge tiles' (both added to atomically, in no set order)
-    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, FUSED_EDGE))
+    # split-K's running sums, the split edge tiles' and the split tail's (all added to atomically, in no set order)
+    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, FUSED_EDGE),
+                                                stream_k=(0,))
     assert deterministic(AMD_SPACE) == AMD_SPACE  # never had them
-    # of the 65 family variants, the 16 split edges go
-    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2 // 65 * 49
+    # of the 129 family variants, the 64 split tails and the 16 split edges of the others go
+    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2 // 129 * 49
+    # stream-K (1) sums in a set order: it stays
+    assert deterministic(replace(FULL_SPACE, stream_k=(0, 1, SPLIT_TAIL))).stream_k == (0, 1)
     with pytest.raises(ValueError, match="only atomic sums"):
         deterministic(replace(FULL_SPACE, fused_reduce=(ATOMIC_REDUCE,)))
     with pytest.raises(ValueError, match="only split edges"):
         deterministic(replace(FULL_SPACE, narrow_edge=(SPLIT_EDGE,)))
+    with pytest.raises(ValueError, match="only split tails"):
+        deterministic(replace(FULL_SPACE, stream_k=(SPLIT_TAIL,)))
