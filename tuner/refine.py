@@ -2,7 +2,7 @@
 
 Most of a pruned space varies two knobs around one kernel shape (family, tile, K split, warps): the pipeline
 depth (num_stages) and the tile ordering (GROUP_SIZE_M), and with a K split a third, who sums the partials
-(FUSED_REDUCE). At 4096³ on Hopper the 2093 configs are 143 shapes of up to 25 such variants each. Those knobs
+(FUSED_REDUCE). At 4096³ on Hopper the 2173 configs are 147 shapes of up to 25 such variants each. Those knobs
 tune a shape; they rarely decide between shapes. The exception is a few rows of tiles walked row by row (GROUP_SIZE_M
 1), which took up to twice as long as one group of every row on the H100 (BENCHMARKS.md, eighteenth run): the
 representative's GROUP_SIZE_M 8 is that one group wherever M has two to eight rows of tiles. So:
