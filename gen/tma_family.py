@@ -566,15 +566,21 @@ def _edge_width(columns: int) -> int:
 EDGE_SLICE_K_TILES = 4  # the fewest K tiles in a slice of an edge tile: fewer would be mostly the pipeline's fill
 
 
+def k_slices(programs: int, tiles: int, k_tiles: int, least_k_tiles: int) -> int:
+    """K slices per tile where `tiles` tiles are cut so that every program takes one unit, each of at least
+    least_k_tiles K tiles; 1 (no split) where that leaves fewer than two, or where there are no tiles to cut."""
+    if not tiles:
+        return 1
+    slices = min(programs // tiles, k_tiles // least_k_tiles)
+    return slices if slices >= 2 else 1
+
+
 def edge_slices(programs: int, edge_tiles: int, k_tiles: int) -> int:
     """K slices per edge tile of a split-edge launch (tma_persistent_tile's EDGE_SPLIT): as many as give every program
     one unit, at least EDGE_SLICE_K_TILES K tiles each; 1 (no split) where that leaves fewer than two. At
     4096x4248x4096 (fp16, H100) 16 edge tiles of 256x32 after four whole waves of 256x128 tiles, in 8 slices, took
     the launch from 236.9-240.0 us (edge tiles fused) to 228.1-231.6 (BENCHMARKS.md, twenty-first run)."""
-    if not edge_tiles:
-        return 1
-    slices = min(programs // edge_tiles, k_tiles // EDGE_SLICE_K_TILES)
-    return slices if slices >= 2 else 1
+    return k_slices(programs, edge_tiles, k_tiles, EDGE_SLICE_K_TILES)
 
 
 def edge_split(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...], M: int, K: int, programs: int) -> int:
@@ -600,17 +606,19 @@ def _accumulator_dtype(input_dtype):
 TAIL_SLICE_K_TILES = 8  # the fewest K tiles in a slice of a tile past the last whole wave
 
 
+def tiles_past_whole_waves(tiles: int, programs: int) -> int:
+    """The tiles a persistent launch of `programs` programs runs after its last whole wave: none where the tiles fill
+    whole waves or less than one."""
+    return tiles % programs if tiles > programs else 0
+
+
 def tail_slices(tiles: int, programs: int, k_tiles: int) -> int:
     """K slices per tile past the last whole wave of a split-tail launch (tma_persistent_tile's TAIL_SPLIT): as many as
     give every program one unit, at least TAIL_SLICE_K_TILES K tiles each; 1 (no split) where that leaves fewer than
     two, or where the tiles fill whole waves or less than one. At 5120x5120x4096 (fp16, H100) 800 tiles of 128x256 make
     six waves of 132 and 8 tiles more; in 8 slices the launch took 330.8-335.0 us, against 357.4-362.7 with whole
     tiles and 345.5-350.0 with stream-K (BENCHMARKS.md, twenty-second run)."""
-    tail = tiles % programs if tiles > programs else 0
-    if not tail:
-        return 1
-    slices = min(programs // tail, k_tiles // TAIL_SLICE_K_TILES)
-    return slices if slices >= 2 else 1
+    return k_slices(programs, tiles_past_whole_waves(tiles, programs), k_tiles, TAIL_SLICE_K_TILES)
 
 
 def tail_split(config: TileConfig, variant: TmaVariant, M: int, N: int, K: int, programs: int) -> int:
@@ -623,7 +631,7 @@ def tail_split(config: TileConfig, variant: TmaVariant, M: int, N: int, K: int, 
 def tail_scratch(config: TileConfig, tiles: int, programs: int, a, device) -> tuple:
     """(workspace, arrivals) of a split-tail launch: a zeroed running sum per tile past the last whole wave, in the
     accumulator's type, and their zeroed arrival counters; the last slice of each tile leaves both zero."""
-    tail = tiles % programs
+    tail = tiles_past_whole_waves(tiles, programs)
     return (running_sums(device, tail * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N, _accumulator_dtype(a.dtype)),
             arrival_counters(device, tail))
 

@@ -227,7 +227,7 @@ class Config:
 
     def with_family(self, family: dict[str, int]) -> Config:
         """This config with the kernel-family knobs in `family` set, as RangeSpace.families() gives them (their values
-        checked where the space was read), built without checking every field again: the pruner builds up to 65 such
+        checked where the space was read), built without checking every field again: the pruner builds up to 129 such
         variants of each tile config, and checking each one anew took most of a prune (128x256x65536 fp16: 14 of
         20 s under cProfile)."""
         variant = object.__new__(Config)

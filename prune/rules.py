@@ -248,6 +248,22 @@ def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceP
             and config.BLOCK_SIZE_N <= max_n)
 
 
+def persistent_programs(config: Config, tiles: int, device: DeviceProfile) -> int:
+    """Programs of a persistent launch with `tiles` output tiles (gen.tma_family.persistent_programs): one per SM, or
+    per cluster of num_ctas SMs, never more than the tiles."""
+    return min(device.sm_count // config.num_ctas, tiles)
+
+
+def k_slices(programs: int, tiles: int, k_tiles: int, least_k_tiles: int) -> int:
+    """K slices per tile where `tiles` tiles are cut so that every program takes one unit, each of at least
+    least_k_tiles K tiles; 1 where that leaves fewer than two, or where there are no tiles to cut
+    (gen.tma_family.k_slices)."""
+    if not tiles:
+        return 1
+    slices = min(programs // tiles, k_tiles // least_k_tiles)
+    return slices if slices >= 2 else 1
+
+
 STREAM_K_LEAST_IDLE = 0.01  # share of the last wave's SM time left idle below which stream-K is not tried
 TAIL_SLICE_K_TILES = 8  # the fewest K tiles in a slice of a split tail tile (gen.tma_family.TAIL_SLICE_K_TILES)
 TAIL_LEAST_SLICES = 4  # the fewest K slices per tail tile for which a split tail is tried
@@ -258,12 +274,9 @@ def tail_slices(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
     (gen.tma_family.tail_slices): as many as give each persistent program one, at least TAIL_SLICE_K_TILES K tiles
     each; 1 where that leaves fewer than two, or where the tiles fill whole waves or less than one."""
     tiles = output_tiles(problem, config)
-    programs = min(device.sm_count // config.num_ctas, tiles)
+    programs = persistent_programs(config, tiles, device)
     tail = tiles % programs if tiles > programs else 0
-    if not tail:
-        return 1
-    slices = min(programs // tail, cdiv(problem.K, config.BLOCK_SIZE_K) // TAIL_SLICE_K_TILES)
-    return slices if slices >= 2 else 1
+    return k_slices(programs, tail, cdiv(problem.K, config.BLOCK_SIZE_K), TAIL_SLICE_K_TILES)
 
 
 def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -362,11 +375,8 @@ def edge_slices(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
     give each persistent program one, at least EDGE_SLICE_K_TILES K tiles each; 1 where that leaves fewer than two."""
     rows = problem.N if config.SWAP_AB else problem.M
     edge_tiles = len(edge_columns(problem, config)) * cdiv(rows, config.BLOCK_SIZE_M)
-    if not edge_tiles:
-        return 1
-    programs = min(device.sm_count // config.num_ctas, output_tiles(problem, config))
-    slices = min(programs // edge_tiles, cdiv(problem.K, config.BLOCK_SIZE_K) // EDGE_SLICE_K_TILES)
-    return slices if slices >= 2 else 1
+    programs = persistent_programs(config, output_tiles(problem, config), device)
+    return k_slices(programs, edge_tiles, cdiv(problem.K, config.BLOCK_SIZE_K), EDGE_SLICE_K_TILES)
 
 
 def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
