@@ -120,13 +120,14 @@ def stream_k_tiles_of(tiles, programs):
 @triton.jit
 def tma_persistent_tile(
     a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge, b_edge2, c_edge2,
-    edge_claims, M, N, K, stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+    edge_claims, a_lower, b_right, c_right, c_lower, c_corner, M, N, K, stride_cm, stride_cn, stride_bias,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
     BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr,
     C_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
     EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
     EDGE_STAGES2: tl.constexpr = None, SPLIT_K: tl.constexpr = 1, FUSED_REDUCE: tl.constexpr = 0,
-    EDGE_SPLIT: tl.constexpr = 1, TAIL_SPLIT: tl.constexpr = 1,
+    EDGE_SPLIT: tl.constexpr = 1, TAIL_SPLIT: tl.constexpr = 1, EXTRA_M: tl.constexpr = 0, EXTRA_N: tl.constexpr = 0,
 ):
     """C = scale_a scale_b A @ B (+ bias) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
@@ -159,6 +160,12 @@ def tma_persistent_tile(
     a unit of work, which sum their partial tiles into a running sum per edge tile in `workspace` through the
     counters in `arrivals` (edge_part; edge_scratch).
 
+    EXTRA_M, EXTRA_N: a tile side that is not a power of two is computed in two parts, BLOCK_SIZE - EXTRA and EXTRA
+    (block_parts: 192 = 128 + 64), each a power of two, up to four products per K step (compound_tile): A's rows of
+    the lower part through `a_lower`, B's columns of the right part through `b_right`, and C's right, lower and corner
+    parts through `c_right`, `c_lower` and `c_corner` (each C itself when not C_TMA); None where there is no such part.
+    Only with whole tiles: no SPLIT_K, STREAM_K, TAIL_SPLIT or EDGE_N.
+
     AFTER_COPIES: the launch copied A or B in the kernels just before this one and launched this one as the last
     one's programmatic dependent (pdl_options), so that its programs start while the copy's last ones finish; they
     wait here until the copies are complete and their writes visible."""
@@ -188,17 +195,26 @@ def tma_persistent_tile(
     else:
         # The epilogue recomputes its tile from a counter that trails the loop's, so that with the loops
         # flattened (no warp specialization) the compiler can overlap one tile's stores with the next's loads.
+        # A compound tile's loops stay apart: flattened, ptxas serializes its products (compound_tile).
+        COMPOUND: tl.constexpr = EXTRA_M + EXTRA_N > 0
         tile_id_c = start - programs
-        for tile_id in tl.range(start, whole_tiles, programs, flatten=not WARP_SPECIALIZE,
+        for tile_id in tl.range(start, whole_tiles, programs, flatten=not (WARP_SPECIALIZE or COMPOUND),
                                 warp_specialize=WARP_SPECIALIZE):
             pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
-            acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
-            acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, 0, k_tiles,
-                                  BLOCK_SIZE_K, A_COL, B_COL)
-            tile_id_c += programs
-            tile_epilogue(c, acc, tile_id_c, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
-                          stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA,
-                          EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+            if COMPOUND:
+                compound_tile(a_desc, a_lower, b_desc, b_right, c, c_right, c_lower, c_corner, bias_ptr, scale_a_ptr,
+                              scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias, pid_m * BLOCK_SIZE_M,
+                              pid_n * BLOCK_SIZE_N, k_tiles, acc_dtype, BLOCK_SIZE_M - EXTRA_M, BLOCK_SIZE_N - EXTRA_N,
+                              EXTRA_M, EXTRA_N, BLOCK_SIZE_K, A_COL, B_COL, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS,
+                              HAS_SCALES)
+            else:
+                acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
+                acc = k_range_product(a_desc, b_desc, acc, pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N, 0, k_tiles,
+                                      BLOCK_SIZE_K, A_COL, B_COL)
+                tile_id_c += programs
+                tile_epilogue(c, acc, tile_id_c, num_pid_m, num_pid_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N,
+                              stride_cm, stride_cn, stride_bias, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, C_TMA,
+                              EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
     if TAIL_SPLIT > 1:
         split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, M, N, stride_cm,
                      stride_cn, stride_bias, num_pid_m, num_pid_n, whole_tiles, num_pid_m * num_pid_n - whole_tiles,
@@ -228,6 +244,55 @@ def tma_persistent_tile(
                       (num_pid_n + 1) * BLOCK_SIZE_N, edge_col + EDGE_N, num_pid_m, k_tiles, acc_dtype, BLOCK_SIZE_M,
                       BLOCK_SIZE_N, EDGE_N2, BLOCK_SIZE_K, EDGE_STAGES2, EDGE_FUSED, EDGE_SPLIT, A_COL, B_COL, C_TMA,
                       EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+
+
+@triton.jit
+def compound_tile(a_desc, a_lower, b_desc, b_right, c, c_right, c_lower, c_corner, bias_ptr, scale_a_ptr, scale_b_ptr,
+                  M, N, stride_cm, stride_cn, stride_bias, off_m, off_n, k_tiles, acc_dtype: tl.constexpr,
+                  MAIN_M: tl.constexpr, MAIN_N: tl.constexpr, EXTRA_M: tl.constexpr, EXTRA_N: tl.constexpr,
+                  BLOCK_SIZE_K: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr,
+                  EPILOGUE_SUBTILE: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr):
+    """The output tile at (off_m, off_n) of (MAIN_M + EXTRA_M) x (MAIN_N + EXTRA_N), each part a power of two, as up to
+    four products per K step that share their loads: the main part, the EXTRA_N columns right of it, the EXTRA_M rows
+    below it and the corner between (a part is absent where its extra is 0).
+
+    Triton's blocks are powers of two, so a 192x192 tile is 128x128, 128x64, 64x128 and 64x64. Where such tiles fill
+    the SMs' waves better than power-of-two ones, they pay: at 3072x1536x4096 (fp16, H100) 128 tiles of 192x192 are
+    one wave of 132 SMs and took 60.8-60.9 us, against 90.9-92.5 for 144 tiles of 128x256 (BENCHMARKS.md,
+    twenty-third run). The narrow products go first and the main one last: 66.0-66.8 us the other way round. In a
+    loop flattened with the tile loop, ptxas serializes the products ("wgmma.mma_async instructions are serialized
+    due to non wgmma instructions defining accumulator registers"): 88.6-89.3 us."""
+    acc = tl.zeros((MAIN_M, MAIN_N), dtype=acc_dtype)
+    if EXTRA_N:
+        acc_right = tl.zeros((MAIN_M, EXTRA_N), dtype=acc_dtype)
+    if EXTRA_M:
+        acc_lower = tl.zeros((EXTRA_M, MAIN_N), dtype=acc_dtype)
+        if EXTRA_N:
+            acc_corner = tl.zeros((EXTRA_M, EXTRA_N), dtype=acc_dtype)
+    for k_tile in tl.range(0, k_tiles):
+        off_k = k_tile * BLOCK_SIZE_K
+        a = load_operand(a_desc, off_m, off_k, A_COL)
+        b = load_operand(b_desc, off_k, off_n, B_COL)
+        if EXTRA_N:
+            b_extra = load_operand(b_right, off_k, off_n + MAIN_N, B_COL)
+            acc_right = dot_accumulate(a, b_extra, acc_right)
+        if EXTRA_M:
+            a_extra = load_operand(a_lower, off_m + MAIN_M, off_k, A_COL)
+            acc_lower = dot_accumulate(a_extra, b, acc_lower)
+            if EXTRA_N:
+                acc_corner = dot_accumulate(a_extra, b_extra, acc_corner)
+        acc = dot_accumulate(a, b, acc)
+    epilogue_at(c, acc, off_m, off_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm, stride_cn, stride_bias,
+                C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+    if EXTRA_N:
+        epilogue_at(c_right, acc_right, off_m, off_n + MAIN_N, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                    stride_cn, stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+    if EXTRA_M:
+        epilogue_at(c_lower, acc_lower, off_m + MAIN_M, off_n, bias_ptr, scale_a_ptr, scale_b_ptr, M, N, stride_cm,
+                    stride_cn, stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
+        if EXTRA_N:
+            epilogue_at(c_corner, acc_corner, off_m + MAIN_M, off_n + MAIN_N, bias_ptr, scale_a_ptr, scale_b_ptr, M,
+                        N, stride_cm, stride_cn, stride_bias, C_TMA, EPILOGUE_SUBTILE, HAS_BIAS, HAS_SCALES)
 
 
 @triton.jit
@@ -651,8 +716,26 @@ def split_k_scratch(config: TileConfig, tiles: int, a, device) -> tuple:
     return fused_partials(config, tiles, _accumulator_dtype(a.dtype), device)
 
 
-def output_block(config: TileConfig, epilogue_subtile: bool) -> list:
-    return [config.BLOCK_SIZE_M, config.BLOCK_SIZE_N // 2 if epilogue_subtile else config.BLOCK_SIZE_N]
+def block_parts(side: int) -> tuple[int, int]:
+    """A tile side as the kernel computes it: (main, extra), main the largest power of two in it, extra the rest, 0 or a
+    power of two at least NARROWEST_EDGE (192 is 128 + 64: compound_tile). Raises ValueError for any other side."""
+    main = 1 << (side.bit_length() - 1)
+    extra = side - main
+    if extra and (extra < NARROWEST_EDGE or extra & (extra - 1)):
+        raise ValueError(f"a tile side of {side} is neither a power of two nor the sum of two, each at least "
+                         f"{NARROWEST_EDGE}")
+    return main, extra
+
+
+def output_block(rows: int, cols: int, epilogue_subtile: bool) -> list:
+    """The block of C's descriptor for a rows x cols output tile (or part of one): half as wide with EPILOGUE_SUBTILE,
+    which stores it in two halves."""
+    return [rows, cols // 2 if epilogue_subtile else cols]
+
+
+def is_compound(config: TileConfig) -> bool:
+    """Whether a tile side is two parts (block_parts), computed by compound_tile."""
+    return any(block_parts(side)[1] for side in (config.BLOCK_SIZE_M, config.BLOCK_SIZE_N))
 
 
 def _tiles(config: TileConfig, M: int, N: int) -> int:
@@ -680,6 +763,39 @@ class EdgeOperands:
 
 
 @dataclass(frozen=True)
+class CompoundOperands:
+    """What a launch passes for the parts of a compound tile (compound_tile): the kernel's a_lower, b_right, c_right,
+    c_lower and c_corner, None where the tile has no such part, and its EXTRA_M and EXTRA_N."""
+
+    extra_m: int = 0
+    extra_n: int = 0
+    a_lower: object = None  # A's descriptor for the rows of the lower part
+    b_right: object = None  # B's descriptor for the columns of the right part
+    c_parts: tuple = (None, None, None)  # C's descriptors (or C itself) for the right, lower and corner parts
+
+    def kernel_arguments(self) -> tuple:
+        return (self.a_lower, self.b_right, *self.c_parts)
+
+    def options(self) -> dict:
+        """EXTRA_M and EXTRA_N where set: kernels specialized before compound tiles existed stay the same."""
+        return {name: extra for name, extra in (("EXTRA_M", self.extra_m), ("EXTRA_N", self.extra_n)) if extra}
+
+
+def compound_operands(config: TileConfig, epilogue_subtile: bool, a_block, b_block, c_block) -> CompoundOperands:
+    """The parts of a launch's tiles: a_block(rows) and b_block(cols) make A's and B's descriptors for a part's rows or
+    columns, c_block(rows, cols, epilogue_subtile) C's (or return C itself where C is stored through pointers)."""
+    main_m, extra_m = block_parts(config.BLOCK_SIZE_M)
+    main_n, extra_n = block_parts(config.BLOCK_SIZE_N)
+    if not (extra_m or extra_n):
+        return CompoundOperands()
+    c_parts = (c_block(main_m, extra_n, epilogue_subtile) if extra_n else None,
+               c_block(extra_m, main_n, epilogue_subtile) if extra_m else None,
+               c_block(extra_m, extra_n, epilogue_subtile) if extra_m and extra_n else None)
+    return CompoundOperands(extra_m, extra_n, a_block(extra_m) if extra_m else None,
+                            b_block(extra_n) if extra_n else None, c_parts)
+
+
+@dataclass(frozen=True)
 class TmaArguments:
     """What a launch passes for A, B and C: built on the host at every call."""
 
@@ -693,6 +809,7 @@ class TmaArguments:
     c_tma: bool
     after_copies: bool  # a copy (K-major or padding) runs just before the GEMM (see pdl_options)
     edges: EdgeOperands
+    parts: CompoundOperands
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
@@ -701,24 +818,31 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
     b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
     a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
+    main_m, main_n = block_parts(bm)[0], block_parts(bn)[0]
     widths = edge_columns(b.shape[1], bn) if variant.narrow_edge else ()
     c_tma = _tma_readable(c)
     if c_tma:
-        c_arg, stride_cm, stride_cn = (TensorDescriptor.from_tensor(c, output_block(config, variant.epilogue_subtile)),
-                                       None, None)
-        c_edges = tuple(TensorDescriptor.from_tensor(c, [bm, width]) for width in widths)
+        def c_block(rows, cols, subtile=False):
+            return TensorDescriptor.from_tensor(c, output_block(rows, cols, subtile))
+        stride_cm = stride_cn = None
     else:
-        c_arg, (stride_cm, stride_cn) = c, c.stride()
-        c_edges = (c,) * len(widths)
+        def c_block(rows, cols, subtile=False):
+            return c
+        stride_cm, stride_cn = c.stride()
     operands = [operand_matrix(a, a_col), operand_matrix(b_copy, b_col)]
     a_view, b_view = views = tma_views(operands, variant.align_rows)
     copies = b_copy is not b or any(view is not operand for view, operand in zip(views, operands))
-    edges = EdgeOperands(widths, tuple(TensorDescriptor.from_tensor(b_view, [width, bk] if b_col else [bk, width])
-                                       for width in widths),
-                         c_edges, torch.zeros(1, dtype=torch.int32, device=c.device) if widths else None)
-    return TmaArguments(TensorDescriptor.from_tensor(a_view, [bk, bm] if a_col else [bm, bk]),
-                        TensorDescriptor.from_tensor(b_view, [bn, bk] if b_col else [bk, bn]),
-                        c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edges)
+
+    def a_block(rows):
+        return TensorDescriptor.from_tensor(a_view, [bk, rows] if a_col else [rows, bk])
+
+    def b_block(cols):
+        return TensorDescriptor.from_tensor(b_view, [cols, bk] if b_col else [bk, cols])
+    edges = EdgeOperands(widths, tuple(b_block(width) for width in widths), tuple(c_block(bm, width) for width in widths),
+                         torch.zeros(1, dtype=torch.int32, device=c.device) if widths else None)
+    return TmaArguments(a_block(main_m), b_block(main_n), c_block(main_m, main_n, variant.epilogue_subtile), stride_cm,
+                        stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edges,
+                        compound_operands(config, variant.epilogue_subtile, a_block, b_block, c_block))
 
 
 def edge_stages(config: TileConfig, edge_n: int) -> int:
@@ -781,6 +905,9 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         raise ValueError("STREAM_K shares out the tiles of the last wave; NARROW_EDGE is another way: not both")
     if variant.stream_k and variant.split_tail:
         raise ValueError("stream-K and the split tail are two ways of sharing out the last wave: not both")
+    if is_compound(config) and (config.SPLIT_K > 1 or last_wave or variant.narrow_edge):
+        raise ValueError(f"a {config.BLOCK_SIZE_M}x{config.BLOCK_SIZE_N} tile (two parts on a side) is computed whole: "
+                         "no SPLIT_K, STREAM_K or NARROW_EDGE")
     M, K = a.shape
     N = b.shape[1]
     args = tma_arguments(config, variant, a, b, c)
@@ -797,10 +924,10 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
         args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, *args.edges.kernel_arguments(),
-        M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
+        *args.parts.kernel_arguments(), M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
-        **edge_options(config, variant, args.edges.widths, N, slices), **tail_options(tail),
+        **edge_options(config, variant, args.edges.widths, N, slices), **tail_options(tail), **args.parts.options(),
         **pdl_options(args.after_copies), **dict(config.options),
     )
     return c
@@ -837,17 +964,24 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     mock = triton.runtime.jit.MockTensor
     M, N, K = problem.M, problem.N, problem.K
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
-    a_desc = _mock_descriptor(problem.dtype_a, K, M, [bk, bm]) if problem.col_a else _mock_descriptor(
-        problem.dtype_a, M, K, [bm, bk])
-    b_desc = _mock_descriptor(problem.dtype_b, N, K, [bn, bk]) if problem.col_b else _mock_descriptor(
-        problem.dtype_b, K, N, [bk, bn])
+
+    def a_block(rows):
+        return _mock_descriptor(problem.dtype_a, K, M, [bk, rows]) if problem.col_a else _mock_descriptor(
+            problem.dtype_a, M, K, [rows, bk])
+
+    def b_block(cols):
+        return _mock_descriptor(problem.dtype_b, N, K, [cols, bk]) if problem.col_b else _mock_descriptor(
+            problem.dtype_b, K, N, [bk, cols])
     # a contiguous C's rows, as _tma_readable sees them; C^T (SWAP_AB) has no unit inner stride
     c_tma = not variant.swap_ab and N * problem.dtype_c.itemsize % TMA_ALIGNMENT_BYTES == 0
-    if c_tma:
-        c_arg, c_strides = (_mock_descriptor(problem.dtype_c, M, N, output_block(config, variant.epilogue_subtile)),
-                            (None, None))
-    else:  # the real strides of a contiguous C, or of C^T: Triton specializes on them (divisibility by 16, a 1)
-        c_arg, c_strides = mock(problem.dtype_c), ((1, M) if variant.swap_ab else (N, 1))
+    c_pointer = mock(problem.dtype_c)
+
+    def c_block(rows, cols, subtile=False):
+        return _mock_descriptor(problem.dtype_c, M, N, output_block(rows, cols, subtile)) if c_tma else c_pointer
+    # the real strides of a contiguous C, or of C^T: Triton specializes on them (divisibility by 16, a 1)
+    c_strides = (None, None) if c_tma else ((1, M) if variant.swap_ab else (N, 1))
+    main_m, main_n = block_parts(bm)[0], block_parts(bn)[0]
+    parts = compound_operands(config, variant.epilogue_subtile, a_block, b_block, c_block)
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
@@ -856,16 +990,13 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     tail = tail_split(config, variant, M, N, K, grid[0])
     scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (
         variant.stream_k or config.SPLIT_K > 1 or slices > 1 or tail > 1) else (None, None)
-    edges = EdgeOperands(widths, tuple(_mock_descriptor(problem.dtype_b, N, K, [width, bk]) if problem.col_b else
-                                       _mock_descriptor(problem.dtype_b, K, N, [bk, width]) for width in widths),
-                         tuple(_mock_descriptor(problem.dtype_c, M, N, [bm, width]) if c_tma else c_arg
-                               for width in widths),
+    edges = EdgeOperands(widths, tuple(b_block(width) for width in widths), tuple(c_block(bm, width) for width in widths),
                          mock(torch.int32) if widths else None)
     return loaded_resources(kernel.warmup(
-        a_desc, b_desc, c_arg, bias, *scales, *scratch, *edges.kernel_arguments(), M, N, K, *c_strides,
-        1 if problem.bias else 0,
+        a_block(main_m), b_block(main_n), c_block(main_m, main_n, variant.epilogue_subtile), bias, *scales, *scratch,
+        *edges.kernel_arguments(), *parts.kernel_arguments(), M, N, K, *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=grid,
-        **edge_options(config, variant, widths, N, slices), **tail_options(tail), **pdl_options(copies),
-        **dict(config.options),
+        **edge_options(config, variant, widths, N, slices), **tail_options(tail), **parts.options(),
+        **pdl_options(copies), **dict(config.options),
     ))

@@ -90,19 +90,22 @@ _TMA_KERNEL = Template('''
 # ---- $config_name ------------------------------------------------------------
 @triton.jit
 def $kernel(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge, b_edge2,
-            c_edge2, edge_claims, M, N, K, stride_cm, stride_cn, stride_bias, A_COL: tl.constexpr,
-            B_COL: tl.constexpr, C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr,
-            AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0, EDGE_STAGES: tl.constexpr = None,
-            EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0, EDGE_STAGES2: tl.constexpr = None,
-            EDGE_SPLIT: tl.constexpr = 1, TAIL_SPLIT: tl.constexpr = 1):
+            c_edge2, edge_claims, a_lower, b_right, c_right, c_lower, c_corner, M, N, K, stride_cm, stride_cn,
+            stride_bias, A_COL: tl.constexpr, B_COL: tl.constexpr, C_TMA: tl.constexpr, HAS_BIAS: tl.constexpr,
+            HAS_SCALES: tl.constexpr, AFTER_COPIES: tl.constexpr = False, EDGE_N: tl.constexpr = 0,
+            EDGE_STAGES: tl.constexpr = None, EDGE_FUSED: tl.constexpr = False, EDGE_N2: tl.constexpr = 0,
+            EDGE_STAGES2: tl.constexpr = None, EDGE_SPLIT: tl.constexpr = 1, TAIL_SPLIT: tl.constexpr = 1,
+            EXTRA_M: tl.constexpr = 0, EXTRA_N: tl.constexpr = 0):
     tma_persistent_tile(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspace, arrivals, b_edge, c_edge,
-                        b_edge2, c_edge2, edge_claims, M, N, K, stride_cm, stride_cn, stride_bias,
+                        b_edge2, c_edge2, edge_claims, a_lower, b_right, c_right, c_lower, c_corner, M, N, K,
+                        stride_cm, stride_cn, stride_bias,
                         BLOCK_SIZE_M=$BLOCK_SIZE_M, BLOCK_SIZE_N=$BLOCK_SIZE_N, BLOCK_SIZE_K=$BLOCK_SIZE_K,
                         GROUP_SIZE_M=$GROUP_SIZE_M, A_COL=A_COL, B_COL=B_COL, C_TMA=C_TMA,
                         WARP_SPECIALIZE=$WARP_SPECIALIZE, EPILOGUE_SUBTILE=$EPILOGUE_SUBTILE, STREAM_K=$STREAM_K,
                         HAS_BIAS=HAS_BIAS, HAS_SCALES=HAS_SCALES, AFTER_COPIES=AFTER_COPIES, EDGE_N=EDGE_N,
                         EDGE_STAGES=EDGE_STAGES, EDGE_FUSED=EDGE_FUSED, EDGE_N2=EDGE_N2, EDGE_STAGES2=EDGE_STAGES2,
-                        EDGE_SPLIT=EDGE_SPLIT, TAIL_SPLIT=TAIL_SPLIT, SPLIT_K=$SPLIT_K, FUSED_REDUCE=$FUSED_REDUCE)
+                        EDGE_SPLIT=EDGE_SPLIT, TAIL_SPLIT=TAIL_SPLIT, EXTRA_M=EXTRA_M, EXTRA_N=EXTRA_N,
+                        SPLIT_K=$SPLIT_K, FUSED_REDUCE=$FUSED_REDUCE)
 ''')
 
 _TMA_LAUNCHER = Template('''

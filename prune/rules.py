@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from prune.config import FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
+from prune.config import FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config, block_parts, is_compound
 from prune.device import DeviceProfile
 from tuner.problem import GemmProblem
 
@@ -123,8 +123,11 @@ def accumulator_registers(config: Config, device: DeviceProfile) -> float:
 
 def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The fp32 accumulator lives in registers; past half the per-thread budget the rest of the
-    # kernel (addresses, operands) spills to local memory.
-    return accumulator_registers(config, device) <= (device.max_registers_per_thread + 1) // 2
+    # kernel (addresses, operands) spills to local memory. A compound tile (compound_tile rule) may take 9/16: its
+    # operands stay in shared memory. Compiled for sm_90a (Triton 3.6, fp16), a 192x192 tile with 8 warps (144
+    # accumulator registers a thread) took 174 registers and no stack.
+    budget = device.max_registers_per_thread + 1
+    return accumulator_registers(config, device) <= (budget * 9 // 16 if is_compound(config) else budget // 2)
 
 
 def _block_not_oversized(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -428,6 +431,44 @@ def _tma_split_k(problem: GemmProblem, config: Config, device: DeviceProfile) ->
             and not config.NARROW_EDGE and config.num_ctas == 1 and not config.WARP_SPECIALIZE)
 
 
+COMPOUND_TILE_COST = 1.10  # a compound tile's time per output element against a power-of-two tile's
+COMPOUND_LEAST_PART = 64  # the smallest part of a compound side: a warpgroup's rows, as tma_tile asks of whole tiles
+
+
+def wave_cost(problem: GemmProblem, block_m: int, block_n: int, swap_ab: int, device: DeviceProfile) -> int:
+    """Output elements an SM computes over a persistent launch's waves of one block_m x block_n tile per SM (of C^T
+    with swap_ab), the last wave counted whole: what a launch's time goes with where the tiles are alike."""
+    rows, cols = (problem.N, problem.M) if swap_ab else (problem.M, problem.N)
+    return cdiv(cdiv(rows, block_m) * cdiv(cols, block_n), device.sm_count) * block_m * block_n
+
+
+def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # A side that is not a power of two (192 = 128 + 64) exists only in the TMA family, whose kernel computes the
+    # parts as up to four products per K step (gen.tma_family.compound_tile), each part at least a warpgroup's 64
+    # rows, whole tiles only: no split K, stream-K, split tail or edge tiles, not in clusters or with warp
+    # specialization (not measured with them). Such a tile pays only by filling the SMs' waves better: measured on the
+    # H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-third run), 192x192 tiles took 1.10 times as long per output
+    # element as 128x256 at 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but
+    # 60.8-60.9 us at 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only
+    # where its waves, at COMPOUND_TILE_COST, cost less than those of every power-of-two tile around it (each compound
+    # side rounded down and up).
+    if not is_compound(config):
+        return True
+    parts = block_parts(config.BLOCK_SIZE_M) + block_parts(config.BLOCK_SIZE_N)
+    if not (config.PERSISTENT_TMA and config.SPLIT_K == 1 and not config.STREAM_K and not config.NARROW_EDGE
+            and not config.WARP_SPECIALIZE and config.num_ctas == 1
+            and all(part >= COMPOUND_LEAST_PART for part in parts if part)):
+        return False
+    cost = COMPOUND_TILE_COST * wave_cost(problem, config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.SWAP_AB, device)
+    return all(cost < wave_cost(problem, m, n, config.SWAP_AB, device)
+               for m in _powers_of_two_around(config.BLOCK_SIZE_M) for n in _powers_of_two_around(config.BLOCK_SIZE_N))
+
+
+def _powers_of_two_around(side: int) -> tuple[int, ...]:
+    main, extra = block_parts(side)
+    return (main, 2 * main) if extra else (side,)
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -458,6 +499,11 @@ RULES: tuple[Rule, ...] = (
 # Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE, STREAM_K). They run after
 # RULES, which never look at those knobs: pruning checks RULES once per tile config and these once per family.
 FAMILY_RULES: tuple[Rule, ...] = (
+    # first: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
+    Rule("compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
+         f"{COMPOUND_LEAST_PART}, whole tiles (no SPLIT_K, STREAM_K, NARROW_EDGE), no clusters or WARP_SPECIALIZE, "
+         f"where its waves at {COMPOUND_TILE_COST}x cost less than those of the power-of-two tiles around it",
+         _compound_tile),
     Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
     Rule("static_shape_plain", "STATIC_SHAPE only in the plain family (not with PERSISTENT_TMA)", _static_shape_plain),
     Rule("tma_tile", "TMA family: 16- or 8-bit inputs (no fp32), SPLIT_K=1 or FUSED_REDUCE, BLOCK_M,N >= 64, "

@@ -14,6 +14,8 @@ from prune.config import (
     SPLIT_TAIL,
     SWITCHES,
     Config,
+    check_field,
+    is_tile_side,
     largest_switch_value,
     minimum_value,
     switch_values,
@@ -57,9 +59,12 @@ class RangeSpace:
                 if values[0] or not any(values[1:])]
 
     def tile_configs(self) -> list[Config]:
-        """Every combination of the other fields, with the family knobs off."""
+        """Every combination of the other fields, with the family knobs off (each value checked once)."""
         ranges = self._ranges()
-        return [Config(**dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
+        for field, values in ranges.items():
+            for value in values:
+                check_field(field, value)
+        return [Config.from_checked(dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
 
     def configs(self) -> list[Config]:
         return [tile.with_family(family) for tile in self.tile_configs() for family in self.families()]
@@ -71,6 +76,7 @@ class RangeSpace:
         return size
 
 
+COMPOUND_SIDES = (16, 32, 64, 128, 192, 256)  # tile sides with the TMA family's compound tiles (192 = 128 + 64)
 # The RangeSpace fields of the kernel-family knobs, in HOPPER_KNOBS's order (PERSISTENT_TMA first).
 _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
@@ -85,18 +91,21 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
 # NARROW_EDGE joins it, all three ways (1, FUSED_EDGE and SPLIT_EDGE); the rules keep it only where N leaves a last
 # column of tiles at least a quarter empty, and SPLIT_EDGE only where the edge tiles are few enough to split.
+# Tile sides of 192 (128 + 64) join it, for the TMA family's compound tiles; the rules keep them only where such tiles
+# fill the SMs' waves enough better than the power-of-two tiles around them to make up for their cost.
 # FUSED_REDUCE joins it, both ways (1 and ATOMIC_REDUCE: each won at some shape on the H100, BENCHMARKS.md, nineteenth
 # run); the rules keep it only for split-K configs, and in the TMA family every split-K config has it (the family has
 # no reduction kernel).
-FULL_SPACE = RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                        fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
-                        narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
-# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family leaves it, as do STATIC_SHAPE and
-# FUSED_REDUCE until they are measured there (a space file can ask for them).
+FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, persistent_tma=(0, 1), warp_specialize=(0, 1),
+                        epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
+                        align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
+# On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family (with its compound tiles) leaves it,
+# as do STATIC_SHAPE and FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
-AMD_SPACE = replace(FULL_SPACE, waves_per_eu=(0,), matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,),
-                    warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,),
-                    narrow_edge=(0,), static_shape=(0,), fused_reduce=(0,), schedule_hint=("none",))
+AMD_SPACE = replace(FULL_SPACE, block_m=RangeSpace.block_m, block_n=RangeSpace.block_n, waves_per_eu=(0,),
+                    matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,), warp_specialize=(0,),
+                    epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
+                    static_shape=(0,), fused_reduce=(0,), schedule_hint=("none",))
 
 
 def space_for(vendor: str) -> RangeSpace:
@@ -157,8 +166,11 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
             raise ValueError(f"{where}: {key} values must be {switch_values(key)}")
         if key == "num_ctas" and not set(choices) <= set(CLUSTER_SIZES):
             raise ValueError(f"{where}: num_ctas values must be among {CLUSTER_SIZES} (CTAs per cluster)")
-        if key.startswith("BLOCK_SIZE") and any(c & (c - 1) for c in choices):
+        if key == "BLOCK_SIZE_K" and any(c & (c - 1) for c in choices):
             raise ValueError(f"{where}: {key} values must be powers of two (tl.arange needs them)")
+        if key in ("BLOCK_SIZE_M", "BLOCK_SIZE_N") and not all(is_tile_side(c) for c in choices):
+            raise ValueError(f"{where}: {key} values must be powers of two, or sums of two (192 = 128 + 64) for the "
+                             "TMA family's compound tiles")
         values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))
     space = replace(base, **values)
     if 1 not in space.persistent_tma:  # the knobs that exist only with TMA go with it

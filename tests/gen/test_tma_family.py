@@ -759,6 +759,94 @@ def test_partial_sums_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_en
             assert int((launches[-1][1] == 2).sum()) > 0
 
 
+# Tile sides that are two powers of two (96 = 64 + 32, 48 = 32 + 16): each tile computed as up to four products, its
+# parts loaded and stored through descriptors (or pointers) of their own. Small sides keep the interpreter quick; the
+# GPU tests run 192 = 128 + 64.
+COMPOUND_CONFIGS = [
+    Config(96, 96, 32, 2, 1, 4, 2, PERSISTENT_TMA=1),  # both sides in two parts: four products
+    Config(64, 96, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),  # the columns only, each part in halves
+    Config(96, 48, 32, 4, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1),  # C^T's rows and columns
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (200, 300, 90, False, False),  # edges that cut main parts and extra parts; K past whole BLOCK_K
+    (97, 581, 64, True, True),  # C's rows of 581 halves (pointer stores); the operands column-major
+    (96, 192, 32, False, True),  # whole tiles only, one K tile
+])
+def test_compound_tiles_match_float64_part_by_part(tmp_path, interpreter_env, monkeypatch, dtype, M, N, K, col_a,
+                                                   col_b):
+    module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), COMPOUND_CONFIGS, tmp_path))
+    for config in COMPOUND_CONFIGS:
+        error, kwargs, _ = spied_check(monkeypatch, module, config, seed=29)
+        assert error <= module.PROBLEM.tolerance, (str(config), error)
+        sides = (config.BLOCK_SIZE_M, config.BLOCK_SIZE_N)
+        extras = {name: side - (1 << (side.bit_length() - 1)) for name, side in zip(("EXTRA_M", "EXTRA_N"), sides)}
+        assert {name: kwargs.get(name, 0) for name in extras} == extras, config
+
+
+def test_compound_parts_have_descriptors_of_their_own(tmp_path, interpreter_env, monkeypatch):
+    config = COMPOUND_CONFIGS[0]
+    module = load_module(write_module(problem(200, 304, 64), [config], tmp_path))
+    spy = spied(monkeypatch, module, config)
+    module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
+    named = spy.named()
+    blocks = {name: list(named[name].block_shape) for name in ("a_desc", "a_lower", "b_desc", "b_right", "c", "c_right",
+                                                             "c_lower", "c_corner")}
+    assert blocks == {"a_desc": [64, 32], "a_lower": [32, 32], "b_desc": [32, 64], "b_right": [32, 32],
+                      "c": [64, 64], "c_right": [64, 32], "c_lower": [32, 64], "c_corner": [32, 32]}
+    power_of_two = TMA_CONFIGS[0]
+    (tmp_path / "whole").mkdir()
+    module = load_module(write_module(problem(200, 304, 64), [power_of_two], tmp_path / "whole"))
+    spy = spied(monkeypatch, module, power_of_two)
+    module.check_config(module.LAUNCHERS[str(power_of_two)], module.PROBLEM, "cpu", seed=3)
+    named = spy.named()
+    assert all(named[name] is None for name in ("a_lower", "b_right", "c_right", "c_lower", "c_corner"))
+    assert "EXTRA_M" not in spy.launches[0][1] and "EXTRA_N" not in spy.launches[0][1]
+
+
+@pytest.mark.parametrize("dtype, dtype_c, bias", [("fp16", "fp16", True), ("fp8", "fp32", True),
+                                                  ("int8", "int32", False)])
+def test_compound_tiles_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env, monkeypatch, dtype, dtype_c, bias):
+    from dataclasses import replace
+
+    config = Config(96, 96, 128, 1, 1, 4, 2, PERSISTENT_TMA=1)
+    p = replace(problem(150, 170, 300, dtype, dtype_c=dtype_c), bias=bias)
+    module = load_module(write_module(p, [config], tmp_path))
+    error, kwargs, _ = spied_check(monkeypatch, module, config, seed=31)
+    assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
+    assert kwargs["EXTRA_M"] == kwargs["EXTRA_N"] == 32
+
+
+def test_block_parts_are_the_pruners(tmp_path, interpreter_env):
+    from prune.config import block_parts, is_tile_side
+
+    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
+    for side in range(1, 1025):
+        if is_tile_side(side):
+            assert module.block_parts(side) == block_parts(side), side
+        else:
+            with pytest.raises(ValueError, match=f"tile side of {side} "):
+                module.block_parts(side)
+    assert module.block_parts(192) == (128, 64) and module.block_parts(256) == (256, 0)
+    assert not is_tile_side(40) and not is_tile_side(100) and is_tile_side(48)
+
+
+@pytest.mark.parametrize("knobs", [{"STREAM_K": 1}, {"STREAM_K": SPLIT_TAIL}, {"NARROW_EDGE": 1}])
+def test_compound_tiles_are_computed_whole(tmp_path, interpreter_env, knobs):
+    # the rules keep compound tiles only whole (compound_tile); the launch refuses a module edited by hand
+    from dataclasses import replace
+
+    config = replace(COMPOUND_CONFIGS[0], **knobs)
+    module = load_module(write_module(problem(300, 200, 600), [config], tmp_path))
+    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
+    name = str(config)
+    with pytest.raises(ValueError, match="computed whole"):
+        module.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"),
+                          getattr(module, f"VARIANT_{name}"), a, b, c)
+
+
 @pytest.mark.parametrize("knobs", [{"STREAM_K": 1}, {"STREAM_K": SPLIT_TAIL}, {"NARROW_EDGE": 1}, {}])
 def test_split_k_in_the_tma_family_only_fused_and_alone(tmp_path, interpreter_env, knobs):
     # Config refuses a TMA split without FUSED_REDUCE, and the rules keep none with STREAM_K or NARROW_EDGE; the launch

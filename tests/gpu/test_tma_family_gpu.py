@@ -283,6 +283,36 @@ def test_split_tail_8_bit_inputs_compiled_ahead_and_correct(tmp_path, monkeypatc
     assert _split_twice(monkeypatch, tmp_path, p, configs, "TAIL_SPLIT") == 2
 
 
+# Tiles with a side of 192 = 128 + 64, each computed as up to four products: both sides, the rows only, the columns
+# only with the output stored in halves, and C^T's
+COMPOUND_CONFIGS = [
+    Config(192, 192, 64, 8, 1, 8, 3, PERSISTENT_TMA=1),
+    Config(192, 128, 64, 4, 1, 8, 4, PERSISTENT_TMA=1),
+    Config(128, 192, 64, 1, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
+    Config(192, 192, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, SWAP_AB=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K,col_a,col_b", [
+    (3072, 1536, 4096, False, False),  # 128 tiles of 192x192: one wave
+    *SIZES[1:4],
+])
+def test_compound_tiles_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
+    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), COMPOUND_CONFIGS)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
+@pytest.mark.parametrize("dtype,dtype_c,bias", [("fp8", "fp16", True), ("int8", "int32", False)])
+def test_compound_tiles_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype, dtype_c, bias):
+    # K tiles of 128 (8-bit inputs); 2 stages and the output in halves, so that an int32 C's tile fits beside them
+    configs = [Config(192, 192, 128, 8, 1, 8, 2, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
+               Config(128, 192, 128, 1, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1)]
+    p = replace(problem(3000, 1600, 2048, dtype, False, True, dtype_c), bias=bias)
+    ahead = _check_compiled_ahead(tmp_path, p, configs)
+    assert set(ahead.values()) == {"ok"}, ahead
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_num_ctas_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gen.naming import kernel_name
 from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, SPLIT_EDGE, SPLIT_TAIL,
-                          Config, ConfigNameError, kernel_switches, minimum_value)
+                          Config, ConfigNameError, check_field, kernel_switches, minimum_value)
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
@@ -184,6 +184,23 @@ def test_a_family_variant_equals_the_same_config_built_and_checked_in_full():
     variant = tile.with_family(family)
     assert variant == replace(tile, **family) and hash(variant) == hash(replace(tile, **family))
     assert str(variant) == "BM128_BN256_BK64_GM8_SK1_nW8_nS3_TMA1_ES1_AR1_NE2" and tile.PERSISTENT_TMA == 0
+
+
+def test_a_tile_config_from_checked_fields_equals_one_built_and_checked_in_full():
+    fields = {"BLOCK_SIZE_M": 192, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4, "num_warps": 8,
+              "STATIC_SHAPE": 1, "FUSED_REDUCE": ATOMIC_REDUCE}
+    config = Config.from_checked(fields)
+    assert config == Config(**fields) and hash(config) == hash(Config(**fields))
+    assert str(config) == "BM192_BN64_BK32_GM4_SK1_nW8_nS2_SS1_FR2"
+
+
+@pytest.mark.parametrize("field, bad", [("BLOCK_SIZE_M", 0), ("num_stages", -1), ("STREAM_K", 3), ("num_ctas", 3),
+                                        ("GROUP_SIZE_M", True), ("schedule_hint", "Bad Hint")])
+def test_check_field_refuses_what_the_constructor_refuses(field, bad):
+    with pytest.raises(ValueError, match=field if field != "schedule_hint" else "hint"):
+        check_field(field, bad)
+    with pytest.raises(ValueError):
+        Config(**{"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, field: bad})
 
 
 @pytest.mark.parametrize("bad", [3, 6, 16, 0])

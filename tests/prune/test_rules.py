@@ -162,7 +162,7 @@ def test_rules_by_name_matches_rules():
         "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers",
         "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
     ]
-    assert [r.name for r in FAMILY_RULES] == ["tma_hardware", "static_shape_plain", "tma_tile", "tma_split_k",
+    assert [r.name for r in FAMILY_RULES] == ["compound_tile", "tma_hardware", "static_shape_plain", "tma_tile", "tma_split_k",
                                              "epilogue_subtile", "tma_shared_memory", "stream_k",
                                              "warp_specialize_warps", "cluster_epilogue_subtile", "swap_ab",
                                              "align_rows", "narrow_edge", "tma_clusters"]
@@ -258,6 +258,47 @@ def test_a_split_tail_only_where_the_tiles_past_the_last_wave_take_four_slices_o
     assert tail_slices(p, config, IP) == slices
     kept = slices >= 4 and not config.WARP_SPECIALIZE
     assert RULES_BY_NAME["stream_k"].keep(p, config, IP) is kept
+
+
+TMA8 = {"PERSISTENT_TMA": 1, "num_warps": 8, "num_stages": 3}
+
+
+@pytest.mark.parametrize("size, tile, knobs, kept", [
+    # 128 tiles of 192x192, one wave of 132, against two of 128x256 (144 tiles) or 128x128 (288), three of 256x128
+    ((3072, 1536, 4096), (192, 192), {}, True),
+    ((3072, 1536, 4096), (192, 128), {}, False),  # 192 tiles: two waves, no fewer than 128x128's three are worth
+    ((3072, 3072, 4096), (192, 128), {}, True),  # 384 tiles: three waves against 576 of 128x128 (five)
+    ((4096, 4096, 4096), (192, 192), {}, False),  # 484 tiles: four waves, as 512 of 128x256
+    ((5120, 5120, 4096), (192, 192), {}, False),  # 729 tiles: six waves, 800 of 128x256 seven
+    ((1536, 3072, 4096), (192, 192), {"SWAP_AB": 1}, True),  # C^T is 3072x1536
+    ((3072, 1536, 4096), (192, 192), {"PERSISTENT_TMA": 0}, False),  # the plain family's blocks are powers of two
+    ((3072, 1536, 4096), (192, 192), {"WARP_SPECIALIZE": 1}, False),
+    ((3072, 1536, 4096), (192, 192), {"STREAM_K": SPLIT_TAIL}, False),
+    ((3072, 1536, 4096), (192, 192), {"NARROW_EDGE": 1}, False),
+    ((3072, 1536, 4096), (192, 192), {"num_ctas": 2}, False),
+    ((3072, 1536, 4096), (192, 192), {"SPLIT_K": 2, "FUSED_REDUCE": 1}, False),
+    ((1536, 768, 4096), (96, 96), {}, False),  # 32-row parts: under a warpgroup's 64
+    ((4096, 4096, 4096), (128, 256), {}, True),  # powers of two: not this rule's
+])
+def test_compound_tiles_only_where_their_waves_pay_for_their_cost(size, tile, knobs, kept):
+    config = replace(Config(*tile, 64, **TMA8), **knobs)
+    assert RULES_BY_NAME["compound_tile"].keep(problem(*size), config, IP) is kept
+
+
+def test_compound_tiles_may_take_nine_sixteenths_of_the_registers():
+    # 192x192 with 8 warps: 144 accumulator registers a thread, compiled to 174 for sm_90a without spills
+    registers = RULES_BY_NAME["registers"]
+    assert registers.keep(BIG, Config(192, 192, 64, **TMA8), IP)
+    assert not registers.keep(BIG, Config(192, 192, 64, PERSISTENT_TMA=1, num_warps=4), IP)  # 288
+    assert not registers.keep(BIG, Config(192, 256, 64, **TMA8), IP)  # 192
+    assert not registers.keep(BIG, Config(256, 256, 64, **TMA8), IP)  # 256: powers of two keep half
+
+
+def test_compound_tiles_survive_pruning_where_they_fill_a_wave():
+    kept = prune(problem(3072, 1536, 4096), IP).configs
+    compound = {(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) for c in kept if 192 in (c.BLOCK_SIZE_M, c.BLOCK_SIZE_N)}
+    assert (192, 192) in compound and all(c.PERSISTENT_TMA for c in kept if 192 in (c.BLOCK_SIZE_M, c.BLOCK_SIZE_N))
+    assert not any(192 in (c.BLOCK_SIZE_M, c.BLOCK_SIZE_N) for c in prune(BIG, IP).configs)
 
 
 SWAP = {"PERSISTENT_TMA": 1, "SWAP_AB": 1}
@@ -622,8 +663,9 @@ def test_prune_counts_add_up(full_results, p, device):
     assert isinstance(result, PruneResult)
     # 129 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
     # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE;
-    # each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert result.space_size == len(FULL_SPACE) == 5 * 5 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 129
+    # each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and ATOMIC_REDUCE; six BLOCK_M and BLOCK_N
+    # (192 among them)
+    assert result.space_size == len(FULL_SPACE) == 6 * 6 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 129
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -669,7 +711,7 @@ def test_prune_known_counts_on_interpreter(full_results):
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
     # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 129 family variants, with and
     # without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 129 * 2 * 3 * 48_000
+    assert big.removed_by_rule["split_k"] == 129 * 2 * 3 * 70_000
     assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2  # FUSED_REDUCE 1, 2 with SPLIT_K 1
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines

@@ -9,18 +9,19 @@ import yaml
 
 from helpers import SMALL_SPACE_YAML
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.space import AMD_SPACE, FULL_SPACE, RangeSpace, deterministic, space_from_mapping
+from prune.space import AMD_SPACE, COMPOUND_SIDES, FULL_SPACE, RangeSpace, deterministic, space_from_mapping
 
 
 def test_full_space_ranges_are_the_documented_ones():
-    assert FULL_SPACE.block_m == (16, 32, 64, 128, 256)
-    assert FULL_SPACE.block_n == (16, 32, 64, 128, 256)
+    assert FULL_SPACE.block_m == (16, 32, 64, 128, 192, 256)  # 192 = 128 + 64: the TMA family's compound tiles
+    assert FULL_SPACE.block_n == (16, 32, 64, 128, 192, 256)
+    assert AMD_SPACE.block_m == AMD_SPACE.block_n == (16, 32, 64, 128, 256)
     assert FULL_SPACE.block_k == (16, 32, 64, 128, 256)
     assert FULL_SPACE.group_m == (1, 4, 8, 16, 32)
     assert FULL_SPACE.split_k == (1, 2, 4, 8, 16)
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
-    assert FULL_SPACE == RangeSpace(persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
+    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
                                     static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
                                     align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
                                     stream_k=(0, SPLIT_TAIL))
@@ -44,8 +45,8 @@ def test_full_space_bounds():
 
 def test_full_space_len_matches_configs():
     tiles = FULL_SPACE.tile_configs()
-    # 62,500 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert len(tiles) == len(set(tiles)) == 375_000
+    # 90,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert len(tiles) == len(set(tiles)) == 540_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
@@ -55,7 +56,7 @@ def test_full_space_len_matches_configs():
     assert sorted(families[1:]) == [(1, ws, es, tail, swap, align, edge) for ws in (0, 1) for es in (0, 1)
                                     for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
                                     for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)]
-    assert len(FULL_SPACE) == 129 * 375_000
+    assert len(FULL_SPACE) == 129 * 540_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
@@ -183,8 +184,8 @@ def test_empty_mapping_is_the_full_space():
     ({"num_warps": [4, -4]}, "num_warps"),
     ({"BLOCK_SIZE_K": [0]}, "BLOCK_SIZE_K"),
     ({"BLOCK_SIZE_M": -16}, "BLOCK_SIZE_M"),
-    ({"BLOCK_SIZE_M": [48]}, "BLOCK_SIZE_M"),
-    ({"BLOCK_SIZE_N": [64, 96]}, "BLOCK_SIZE_N"),
+    ({"BLOCK_SIZE_M": [40]}, "BLOCK_SIZE_M"),
+    ({"BLOCK_SIZE_N": [64, 100]}, "BLOCK_SIZE_N"),
     ({"BLOCK_SIZE_K": [24]}, "BLOCK_SIZE_K"),
     ({"num_ctas": [1, 3]}, "num_ctas"),
     ({"num_ctas": 16}, "num_ctas"),
@@ -200,7 +201,19 @@ def test_space_from_mapping_names_the_bad_field(mapping, field):
 
 def test_non_power_of_two_message_says_so():
     with pytest.raises(ValueError, match="powers of two"):
-        space_from_mapping({"BLOCK_SIZE_M": [48]}, "x")
+        space_from_mapping({"BLOCK_SIZE_M": [40]}, "x")  # 32 + 8: a part narrower than a dot takes
+
+
+def test_tile_configs_check_each_value_of_a_space_built_by_hand():
+    with pytest.raises(ValueError, match="num_warps must be an integer >= 1"):
+        RangeSpace(block_m=(64,), block_n=(64,), block_k=(64,), num_warps=(4, 0)).tile_configs()
+
+
+def test_block_sizes_may_be_sums_of_two_powers_of_two():
+    space = space_from_mapping({"BLOCK_SIZE_M": [192, 48], "BLOCK_SIZE_N": [128, 320]}, "x")
+    assert space.block_m == (48, 192) and space.block_n == (128, 320)
+    with pytest.raises(ValueError, match="BLOCK_SIZE_K values must be powers of two"):
+        space_from_mapping({"BLOCK_SIZE_K": [96]}, "x")
 
 
 def test_non_power_of_two_allowed_outside_block_sizes():
