@@ -838,7 +838,8 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
 
     def b_block(cols):
         return TensorDescriptor.from_tensor(b_view, [cols, bk] if b_col else [bk, cols])
-    edges = EdgeOperands(widths, tuple(b_block(width) for width in widths), tuple(c_block(bm, width) for width in widths),
+    edges = EdgeOperands(widths, tuple(b_block(width) for width in widths),
+                         tuple(c_block(bm, width) for width in widths),
                          torch.zeros(1, dtype=torch.int32, device=c.device) if widths else None)
     return TmaArguments(a_block(main_m), b_block(main_n), c_block(main_m, main_n, variant.epilogue_subtile), stride_cm,
                         stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edges,
@@ -924,7 +925,8 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
     kernel[grid](
         args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, *args.edges.kernel_arguments(),
-        *args.parts.kernel_arguments(), M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0,
+        *args.parts.kernel_arguments(), M, N, K, args.stride_cm, args.stride_cn,
+        bias.stride(0) if bias is not None else 0,
         A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
         **edge_options(config, variant, args.edges.widths, N, slices), **tail_options(tail), **args.parts.options(),
@@ -990,7 +992,8 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     tail = tail_split(config, variant, M, N, K, grid[0])
     scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (
         variant.stream_k or config.SPLIT_K > 1 or slices > 1 or tail > 1) else (None, None)
-    edges = EdgeOperands(widths, tuple(b_block(width) for width in widths), tuple(c_block(bm, width) for width in widths),
+    edges = EdgeOperands(widths, tuple(b_block(width) for width in widths),
+                         tuple(c_block(bm, width) for width in widths),
                          mock(torch.int32) if widths else None)
     return loaded_resources(kernel.warmup(
         a_block(main_m), b_block(main_n), c_block(main_m, main_n, variant.epilogue_subtile), bias, *scales, *scratch,

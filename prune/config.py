@@ -150,7 +150,7 @@ def is_tile_side(side: int) -> bool:
     return not extra or (extra >= NARROWEST_PART and not extra & (extra - 1))
 
 
-def is_compound(config: "Config") -> bool:
+def is_compound(config: Config) -> bool:
     """Whether a tile side is two parts (block_parts): the TMA family computes such a tile as up to four products."""
     return bool(block_parts(config.BLOCK_SIZE_M)[1] or block_parts(config.BLOCK_SIZE_N)[1])
 

@@ -97,8 +97,9 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # run); the rules keep it only for split-K configs, and in the TMA family every split-K config has it (the family has
 # no reduction kernel).
 FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, persistent_tma=(0, 1), warp_specialize=(0, 1),
-                        epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
-                        align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
+                        epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE),
+                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
+                        stream_k=(0, SPLIT_TAIL))
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family (with its compound tiles) leaves it,
 # as do STATIC_SHAPE and FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.

@@ -162,8 +162,8 @@ def test_rules_by_name_matches_rules():
         "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers",
         "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
     ]
-    assert [r.name for r in FAMILY_RULES] == ["compound_tile", "tma_hardware", "static_shape_plain", "tma_tile", "tma_split_k",
-                                             "epilogue_subtile", "tma_shared_memory", "stream_k",
+    assert [r.name for r in FAMILY_RULES] == ["compound_tile", "tma_hardware", "static_shape_plain", "tma_tile",
+                                             "tma_split_k", "epilogue_subtile", "tma_shared_memory", "stream_k",
                                              "warp_specialize_warps", "cluster_epilogue_subtile", "swap_ab",
                                              "align_rows", "narrow_edge", "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)

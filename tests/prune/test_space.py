@@ -21,10 +21,10 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.split_k == (1, 2, 4, 8, 16)
     assert FULL_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
-    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, persistent_tma=(0, 1), warp_specialize=(0, 1), epilogue_subtile=(0, 1),
-                                    static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1),
-                                    align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
-                                    stream_k=(0, SPLIT_TAIL))
+    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, persistent_tma=(0, 1),
+                                    warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
+                                    fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
+                                    narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert 1 not in FULL_SPACE.stream_k  # stream-K is opt-in: it lost on every shape measured

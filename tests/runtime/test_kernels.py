@@ -3,7 +3,7 @@ them, reach the family kernel's launch, on the grid the family gives it; a STATI
 constant-shape kernel, right on every shape; a FUSED_REDUCE config sums its split-K partials in its one kernel
 launch, in either family; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
 copies operands whose rows start off 128-byte lines; a NARROW_EDGE config computes the columns past its whole tiles
-in narrow tiles, on whatever N it meets."""
+in narrow tiles, on whatever N it meets; a config whose tile side is two powers of two launches its parts."""
 
 from __future__ import annotations
 
@@ -173,3 +173,15 @@ def test_a_fused_edge_config_fuses_where_n_has_a_whole_tile_and_computes_the_edg
                       seed=6)
     assert [(kwargs["EDGE_N"], kwargs.get("EDGE_N2", 0), kwargs.get("EDGE_FUSED", False))
             for _, kwargs in spy.launches] == [(16, 0, True), (32, 0, False), (32, 16, True), (32, 16, False)]
+
+
+def test_a_compound_tile_config_launches_its_parts_on_any_shape(spy_on):
+    # BM96 = 64 + 32 rows, BN48 = 32 + 16 columns: the launch gives the kernel the parts' sizes and descriptors
+    spy = spy_on(tma_family, "tma_persistent_tile")
+    config = Config(96, 48, 32, 2, 1, 4, 2, PERSISTENT_TMA=1)
+    assert _error(config) <= DTYPES["fp16"].tolerance
+    [(_, kwargs)] = spy.launches
+    assert (kwargs["BLOCK_SIZE_M"], kwargs["BLOCK_SIZE_N"], kwargs["EXTRA_M"], kwargs["EXTRA_N"]) == (96, 48, 32, 16)
+    named = spy.named()
+    assert list(named["a_lower"].block_shape) == [32, 32] and list(named["b_right"].block_shape) == [32, 16]
+    assert isinstance(named["c_corner"], torch.Tensor)  # C's rows of 130 halves: stored through pointers
