@@ -781,18 +781,20 @@ class CompoundOperands:
         return {name: extra for name, extra in (("EXTRA_M", self.extra_m), ("EXTRA_N", self.extra_n)) if extra}
 
 
-def compound_operands(config: TileConfig, epilogue_subtile: bool, a_block, b_block, c_block) -> CompoundOperands:
-    """The parts of a launch's tiles: a_block(rows) and b_block(cols) make A's and B's descriptors for a part's rows or
+def tile_operands(config: TileConfig, epilogue_subtile: bool, a_block, b_block, c_block) -> tuple:
+    """(A's, B's and C's operand for a tile's main part, CompoundOperands for the other parts) of a launch, the launch's
+    and the compile-ahead's alike: a_block(rows) and b_block(cols) make A's and B's descriptors for a part's rows or
     columns, c_block(rows, cols, epilogue_subtile) C's (or return C itself where C is stored through pointers)."""
     main_m, extra_m = block_parts(config.BLOCK_SIZE_M)
     main_n, extra_n = block_parts(config.BLOCK_SIZE_N)
+    main = (a_block(main_m), b_block(main_n), c_block(main_m, main_n, epilogue_subtile))
     if not (extra_m or extra_n):
-        return CompoundOperands()
+        return (*main, CompoundOperands())
     c_parts = (c_block(main_m, extra_n, epilogue_subtile) if extra_n else None,
                c_block(extra_m, main_n, epilogue_subtile) if extra_m else None,
                c_block(extra_m, extra_n, epilogue_subtile) if extra_m and extra_n else None)
-    return CompoundOperands(extra_m, extra_n, a_block(extra_m) if extra_m else None,
-                            b_block(extra_n) if extra_n else None, c_parts)
+    return (*main, CompoundOperands(extra_m, extra_n, a_block(extra_m) if extra_m else None,
+                                    b_block(extra_n) if extra_n else None, c_parts))
 
 
 @dataclass(frozen=True)
@@ -818,7 +820,6 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
     b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
     a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
-    main_m, main_n = block_parts(bm)[0], block_parts(bn)[0]
     widths = edge_columns(b.shape[1], bn) if variant.narrow_edge else ()
     c_tma = _tma_readable(c)
     if c_tma:
@@ -841,9 +842,9 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
     edges = EdgeOperands(widths, tuple(b_block(width) for width in widths),
                          tuple(c_block(bm, width) for width in widths),
                          torch.zeros(1, dtype=torch.int32, device=c.device) if widths else None)
-    return TmaArguments(a_block(main_m), b_block(main_n), c_block(main_m, main_n, variant.epilogue_subtile), stride_cm,
-                        stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED, edges,
-                        compound_operands(config, variant.epilogue_subtile, a_block, b_block, c_block))
+    a_desc, b_desc, c_arg, parts = tile_operands(config, variant.epilogue_subtile, a_block, b_block, c_block)
+    return TmaArguments(a_desc, b_desc, c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED,
+                        edges, parts)
 
 
 def edge_stages(config: TileConfig, edge_n: int) -> int:
@@ -982,8 +983,7 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
         return _mock_descriptor(problem.dtype_c, M, N, output_block(rows, cols, subtile)) if c_tma else c_pointer
     # the real strides of a contiguous C, or of C^T: Triton specializes on them (divisibility by 16, a 1)
     c_strides = (None, None) if c_tma else ((1, M) if variant.swap_ab else (N, 1))
-    main_m, main_n = block_parts(bm)[0], block_parts(bn)[0]
-    parts = compound_operands(config, variant.epilogue_subtile, a_block, b_block, c_block)
+    a_desc, b_desc, c_arg, parts = tile_operands(config, variant.epilogue_subtile, a_block, b_block, c_block)
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
@@ -996,8 +996,8 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
                          tuple(c_block(bm, width) for width in widths),
                          mock(torch.int32) if widths else None)
     return loaded_resources(kernel.warmup(
-        a_block(main_m), b_block(main_n), c_block(main_m, main_n, variant.epilogue_subtile), bias, *scales, *scratch,
-        *edges.kernel_arguments(), *parts.kernel_arguments(), M, N, K, *c_strides, 1 if problem.bias else 0,
+        a_desc, b_desc, c_arg, bias, *scales, *scratch, *edges.kernel_arguments(), *parts.kernel_arguments(), M, N, K,
+        *c_strides, 1 if problem.bias else 0,
         A_COL=problem.col_a, B_COL=problem.col_b, C_TMA=c_tma, HAS_BIAS=problem.bias, HAS_SCALES=scaled,
         num_warps=config.num_warps, num_stages=config.num_stages, grid=grid,
         **edge_options(config, variant, widths, N, slices), **tail_options(tail), **parts.options(),
