@@ -444,9 +444,13 @@ def wave_cost(problem: GemmProblem, block_m: int, block_n: int, swap_ab: int, de
 
 def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # A side that is not a power of two (192 = 128 + 64) exists only in the TMA family, whose kernel computes the
-    # parts as up to four products per K step (gen.tma_family.compound_tile), each part at least a warpgroup's 64
-    # rows, whole tiles only: no split K, stream-K, split tail or edge tiles, not in clusters or with warp
-    # specialization (not measured with them). Such a tile pays only by filling the SMs' waves better: measured on the
+    # parts as up to four products per K step (gen.tma_family.compound_tile), whole tiles only: no split K, stream-K,
+    # split tail or edge tiles, not in clusters (not measured with them). Each part is at least a warpgroup's 64 rows,
+    # on N too: parts of 32 columns lost wherever measured (twenty-fourth run: 256x160 tiles at 3000x5000x4096,
+    # 2.9 waves, 223.9 us against 194.0 for 256x128 in 3.6 waves; 192x96 at 1536x1536x4096, the tile cuBLAS runs
+    # there, 39.7 us against 38.0 for 128x192). Not with warp specialization: the compound tile's loops are not
+    # flattened, and with them apart Triton 3.6 compiles WARP_SPECIALIZE to the same PTX as without, a duplicate to
+    # time. Such a tile pays only by filling the SMs' waves better: measured on the
     # H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-third run), 192x192 tiles took 1.10 times as long per output
     # element as 128x256 at 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but
     # 60.8-60.9 us at 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only
