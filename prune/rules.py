@@ -188,10 +188,11 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least
     # 64 wide, whole warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest
     # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts; BLOCK_K >= 128
-    # for 1-byte inputs), at least double buffering (a single stage leaves the copy engine nothing to
-    # overlap), and a K split only with its partials summed inside the kernel (FUSED_REDUCE: the family has no
-    # reduction kernel; rule tma_split_k). 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into int32).
-    # wgmma reads 8-bit operands only K-major: the launch copies a row-major 8-bit B into K-major order first
+    # for 1-byte inputs. On the H100, fp16, 64-byte K tiles with deeper pipelines took 1.08-1.37x as long as
+    # 128-byte ones: BENCHMARKS.md, twenty-fourth run), at least double buffering (a single stage leaves the copy
+    # engine nothing to overlap), and a K split only with its partials summed inside the kernel (FUSED_REDUCE: the
+    # family has no reduction kernel; rule tma_split_k). 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into
+    # int32). wgmma reads 8-bit operands only K-major: the launch copies a row-major 8-bit B into K-major order first
     # (gen.tma_family.k_major_copy). fp32 (tf32) through TMA runs right under the interpreter but has not been
     # checked on a GPU.
     if not config.PERSISTENT_TMA:
