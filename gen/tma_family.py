@@ -261,7 +261,10 @@ def compound_tile(a_desc, a_lower, b_desc, b_right, c, c_right, c_lower, c_corne
     one wave of 132 SMs and took 60.8-60.9 us, against 90.9-92.5 for 144 tiles of 128x256 (BENCHMARKS.md,
     twenty-third run). The narrow products go first and the main one last: 66.0-66.8 us the other way round. In a
     loop flattened with the tile loop, ptxas serializes the products ("wgmma.mma_async instructions are serialized
-    due to non wgmma instructions defining accumulator registers"): 88.6-89.3 us."""
+    due to non wgmma instructions defining accumulator registers"): 88.6-89.3 us. The parts are issued as narrower
+    matrix instructions (64 and 32 columns at 192x192, with 8 warps), which keep the tensor pipe less busy than a
+    whole tile's: 71.8% against cuBLAS's 82.6% at 3072x1536x4096, both 128 CTAs fed the same bytes from L2
+    (BENCHMARKS.md, twenty-fifth run)."""
     acc = tl.zeros((MAIN_M, MAIN_N), dtype=acc_dtype)
     if EXTRA_N:
         acc_right = tl.zeros((MAIN_M, EXTRA_N), dtype=acc_dtype)
@@ -364,7 +367,9 @@ def stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspa
     first K tiles, the start of the next program's share its last ones. Both store their partial sums in
     their own workspace slot, then count themselves in on the tile's arrival counter; whichever comes
     second adds the other's slot to its own and finishes the tile. Nobody waits for anybody, so this holds
-    in any order the programs run (the interpreter runs them one after another)."""
+    in any order the programs run (the interpreter runs them one after another). A share walked as one loop
+    pipelined across its tiles was slower still: at 3072x1536x4096 (fp16, H100) 92.2 us at best (128x128 tiles)
+    against this design's 90.7 (128x256) (BENCHMARKS.md, twenty-fifth run)."""
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     iterations = (num_pid_m * num_pid_n - first_tile) * k_tiles
