@@ -451,12 +451,12 @@ def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) 
     # 2.9 waves, 223.9 us against 194.0 for 256x128 in 3.6 waves; 192x96 at 1536x1536x4096, the tile cuBLAS runs
     # there, 39.7 us against 38.0 for 128x192). Not with warp specialization: the compound tile's loops are not
     # flattened, and with them apart Triton 3.6 compiles WARP_SPECIALIZE to the same PTX as without, a duplicate to
-    # time. Such a tile pays only by filling the SMs' waves better: measured on the
-    # H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-third run), 192x192 tiles took 1.10 times as long per output
-    # element as 128x256 at 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but
-    # 60.8-60.9 us at 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only
-    # where its waves, at COMPOUND_TILE_COST, cost less than those of every power-of-two tile around it (each compound
-    # side rounded down and up).
+    # time. Such a tile pays only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16,
+    # BENCHMARKS.md, twenty-third run), 192x192 tiles took 1.10 times as long per output element as 128x256 at
+    # 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but 60.8-60.9 us at
+    # 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only where its waves, at
+    # COMPOUND_TILE_COST, cost less than those of every power-of-two tile around it (each compound side rounded down
+    # and up).
     if not is_compound(config):
         return True
     parts = block_parts(config.BLOCK_SIZE_M) + block_parts(config.BLOCK_SIZE_N)
