@@ -34,6 +34,7 @@ _TOKENS: dict[str, str] = {
     "SWAP_AB": "SWAP",
     "ALIGN_ROWS": "AR",
     "NARROW_EDGE": "NE",
+    "WARP_GROUPS": "WG",
     # Plain-family knobs (any GPU), printed only when set
     "STATIC_SHAPE": "SS",
     "FUSED_REDUCE": "FR",
@@ -43,10 +44,12 @@ _TOKENS: dict[str, str] = {
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint")
 # 0 means off; a config with all of them off is the plain (pointer-load) kernel.
 HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB", "ALIGN_ROWS",
-                "NARROW_EDGE")
+                "NARROW_EDGE", "WARP_GROUPS")
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
+# Knobs of the TMA family's own kernel, which the warp-group kernel (WARP_GROUPS) has none of
+TMA_KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB", "ALIGN_ROWS", "NARROW_EDGE")
 # Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1, FUSED_EDGE or SPLIT_EDGE), FUSED_REDUCE (0, 1 or
 # ATOMIC_REDUCE) and STREAM_K (0, 1 or SPLIT_TAIL).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
@@ -208,6 +211,11 @@ class Config:
     # the last to finish reads that one sum: less for it to read than SPLIT_K slots, but the adds come in no set order,
     # so floating-point sums may differ in their last bits from launch to launch.
     FUSED_REDUCE: int = 0
+    # 1 (with PERSISTENT_TMA): the tile is computed by the warp-group kernel (gen.warp_group_family, written in Gluon,
+    # Hopper compute capability 9.0 only): one loader warp and one consumer warp group per 64 rows of the tile, each
+    # multiplying its rows by both column parts of a compound BLOCK_SIZE_N (192 = 128 + 64) with full-width matrix
+    # instructions. num_warps counts the consumer warps: 4 per 64 rows (8 for BLOCK_SIZE_M 128, 12 for 192).
+    WARP_GROUPS: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -215,6 +223,9 @@ class Config:
         if self.PERSISTENT_TMA and self.SPLIT_K > 1 and not self.FUSED_REDUCE:
             raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 or 2 (the TMA family has no "
                              "reduction kernel; its K slices sum their partials themselves)")
+        if self.WARP_GROUPS and not self.PERSISTENT_TMA:
+            raise ValueError("WARP_GROUPS needs PERSISTENT_TMA: 1 (the warp-group kernel is persistent and loads "
+                             "through TMA)")
 
     def __str__(self) -> str:
         return "_".join(f"{token}{_hint_token(value) if field == 'schedule_hint' else value}"

@@ -34,6 +34,9 @@ class DeviceProfile:
     # Matrix instructions on OCP fp8 (e4m3fn/e5m2) operands: NVIDIA compute capability 8.9+ (Ada, Hopper and
     # newer), AMD gfx950+ (MI300's gfx942 has only the fnuz variants, which the tuner does not map).
     fp8: bool = False
+    # The warp-group kernel (gen.warp_group_family): Gluon with Hopper's warpgroup MMA, NVIDIA compute capability 9.0
+    # only (newer GPUs have no wgmma); the interpreter does not run Gluon.
+    warp_groups: bool = False
 
     def instr_k(self, element_bytes: int) -> int:
         return max(1, self.instr_k_bytes // element_bytes)
@@ -60,6 +63,15 @@ INTERPRETER_PROFILE = DeviceProfile(
 def _has_tensor_descriptors() -> bool:
     """Whether this Triton has host-side tensor descriptors (3.4+), on which the TMA family is built."""
     return importlib.util.find_spec("triton.tools.tensor_descriptor") is not None
+
+
+def _has_gluon_hopper() -> bool:
+    """Whether this Triton has Gluon's Hopper module (warpgroup MMA, TMA, mbarriers), on which the warp-group kernel
+    is written."""
+    try:
+        return importlib.util.find_spec("triton.experimental.gluon.language.nvidia.hopper") is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _has_fp8(is_amd: bool, capability: tuple[int, int], arch: str) -> bool:
@@ -96,4 +108,5 @@ def detect_device(device_index: int = 0) -> DeviceProfile:
         tma=hopper and _has_tensor_descriptors(),
         clusters=hopper,
         fp8=_has_fp8(is_amd, capability, getattr(props, "gcnArchName", "")),
+        warp_groups=not is_amd and capability == (9, 0) and _has_gluon_hopper(),
     )

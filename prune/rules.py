@@ -72,6 +72,22 @@ def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProf
     )
 
 
+WARP_GROUP_ROWS = 64  # rows of C one consumer warp group of the warp-group kernel computes: wgmma's M
+WARP_GROUP_LEAST_EXTRA = 32  # the narrowest column part the warp-group kernel multiplies (wgmma n32)
+
+
+def warp_group_warps(config: Config) -> int:
+    """The consumer warps of the warp-group kernel (WARP_GROUPS) for a tile of BLOCK_SIZE_M rows: a warp group of 4
+    per WARP_GROUP_ROWS rows."""
+    return 4 * config.BLOCK_SIZE_M // WARP_GROUP_ROWS
+
+
+def _twelve_warps(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # Triton launches a power of two warps; 12 counts the three consumer warp groups of the warp-group kernel's
+    # 192-row tiles (rule warp_groups), their only use.
+    return config.num_warps != 12 or (config.BLOCK_SIZE_M == 192 and block_parts(config.BLOCK_SIZE_N)[1] > 0)
+
+
 def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Seed rule: SPLIT_K·BLOCK_K divides K, so the K loop needs no mask. A K that is not a multiple
     # of the smallest BLOCK_K (min_block_k) has no such config; there the masked K loop is used instead,
@@ -184,6 +200,29 @@ def _tma_hardware(problem: GemmProblem, config: Config, device: DeviceProfile) -
     return not config.PERSISTENT_TMA or device.tma
 
 
+def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+    # The warp-group kernel (gen.warp_group_family) runs on Hopper (compute capability 9.0) with Gluon, not under the
+    # interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128 or 192: two or three, num_warps 8 or
+    # 12) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64), so that every
+    # product is a full-width matrix instruction; power-of-two widths are the TMA family's. 16-bit inputs of one
+    # dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's 128-byte swizzle
+    # takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and stores them
+    # through descriptors as they are, with no padded copies). Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md,
+    # twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages took 56.0 us, the
+    # TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
+    if not config.WARP_GROUPS:
+        return config.num_warps != 12
+    rows_a = problem.K
+    rows_b = problem.K if problem.col_b else problem.N
+    return (device.warp_groups and problem.dtype_a == problem.dtype_b and problem.dtype_a.bytes == 2
+            and not problem.col_a and config.BLOCK_SIZE_M in (128, 192) and config.num_warps == warp_group_warps(config)
+            and block_parts(config.BLOCK_SIZE_N)[1] >= WARP_GROUP_LEAST_EXTRA
+            and config.BLOCK_SIZE_K * problem.dtype_a.bytes in (64, 128) and config.SPLIT_K == 1
+            and config.num_ctas == 1 and config.num_stages >= 2
+            and all(row * problem.dtype_a.bytes % 16 == 0 for row in (rows_a, rows_b))
+            and problem.N * problem.dtype_c.bytes % 16 == 0)
+
+
 def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least
     # 64 wide, whole warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest
@@ -194,8 +233,8 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # family has no reduction kernel; rule tma_split_k). 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into
     # int32). wgmma reads 8-bit operands only K-major: the launch copies a row-major 8-bit B into K-major order first
     # (gen.tma_family.k_major_copy). fp32 (tf32) through TMA runs right under the interpreter but has not been
-    # checked on a GPU.
-    if not config.PERSISTENT_TMA:
+    # checked on a GPU. The warp-group kernel has rules of its own (warp_groups).
+    if not config.PERSISTENT_TMA or config.WARP_GROUPS:
         return True
     return (problem.dtype_a.bytes in (1, 2) and (config.SPLIT_K == 1 or bool(config.FUSED_REDUCE))
             and config.BLOCK_SIZE_M >= 64 and config.BLOCK_SIZE_N >= 64 and config.num_warps in (4, 8)
@@ -482,6 +521,9 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
+    # first, at one comparison for most configs: 12 warps exist for one tile shape only
+    Rule("twelve_warps", "num_warps 12 only for 192-row tiles of compound width (the warp-group kernel's three "
+         "consumer warp groups)", _twelve_warps),
     # first: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
     Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k),
     Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),
@@ -504,6 +546,10 @@ RULES: tuple[Rule, ...] = (
 # Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE, STREAM_K). They run after
 # RULES, which never look at those knobs: pruning checks RULES once per tile config and these once per family.
 FAMILY_RULES: tuple[Rule, ...] = (
+    Rule("warp_groups", "WARP_GROUPS only on Hopper (compute capability 9.0) with Gluon: 16-bit inputs of one dtype, "
+         f"row-major A, BLOCK_M 128|192 with {WARP_GROUP_ROWS // 16} warps per {WARP_GROUP_ROWS} rows, BLOCK_N of two "
+         f"parts (the narrower >= {WARP_GROUP_LEAST_EXTRA}), BLOCK_K of 64|128 bytes, no SPLIT_K or clusters, "
+         "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 for nothing else", _warp_groups),
     # first: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
     Rule("compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
          f"{COMPOUND_LEAST_PART}, whole tiles (no SPLIT_K, STREAM_K, NARROW_EDGE), no clusters or WARP_SPECIALIZE, "

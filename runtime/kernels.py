@@ -1,12 +1,12 @@
-"""Run-time launchers: one config of the tuner's kernel families (gen/matmul_family.py, and gen/tma_family.py for
-PERSISTENT_TMA configs) run on any shape.
+"""Run-time launchers: one config of the tuner's kernel families (gen/matmul_family.py, gen/tma_family.py for
+PERSISTENT_TMA configs, gen/warp_group_family.py for WARP_GROUPS ones) run on any shape.
 
 Why not the generated modules the tuner writes: a generated module is written per problem size and holds
 one named kernel per config so that profilers can attribute time by kernel name. At run time one config
 serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile`, or
 `matmul_tile_static_shape` for STATIC_SHAPE configs, and its split-K `splitk_reduce_tile` unless FUSED_REDUCE, or
-`tma_persistent_tile`, its K split always fused) are launched with the config's block sizes and knobs
-bound as compile-time constants, exactly what a generated per-config kernel binds. The families' launch
+`tma_persistent_tile`, its K split always fused, or `warp_group_gemm`) are launched with the config's block sizes and
+knobs bound as compile-time constants, exactly what a generated per-config kernel binds. The families' launch
 functions do the rest (grid, EVEN_K, split-K partials and reduction, TMA descriptors), so the tuner and the
 run-time share one kernel and one launch path per family, and nothing is written to disk. Triton compiles and
 caches one binary per config, dtypes and argument specialization (in memory, and on disk across processes);
@@ -76,6 +76,13 @@ def launcher_for(config: Config) -> Launcher:
                              SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
                              options=tuple(config.launch_options.items()),
                              fused_reduce=config.FUSED_REDUCE)
+    if config.WARP_GROUPS:
+        from gen import warp_group_family  # Gluon: imported only where such a config runs
+
+        kernel = _Bound(warp_group_family.warp_group_gemm,
+                        {"BLOCK_SIZE_M": config.BLOCK_SIZE_M, "GROUP_SIZE_M": config.GROUP_SIZE_M,
+                         "STAGES": config.num_stages})
+        return Launcher(config, functools.partial(warp_group_family.launch_warp_groups, kernel, tile))
     if config.PERSISTENT_TMA:
         knobs = kernel_switches(config)
         kernel = _Bound(tma_family.tma_persistent_tile,

@@ -172,3 +172,40 @@ def kill_once_timed(process: subprocess.Popen, checkpoint: Path, at_least: int, 
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     return checkpoint_timed(checkpoint)
+
+
+def binaries(kernel) -> int:
+    """How many binaries Triton holds in memory for `kernel` on this GPU (its internal cache, Triton 3.3+)."""
+    import torch
+
+    return len(kernel.device_caches[torch.cuda.current_device()][0])
+
+
+def check_compiled_ahead(tmp_path, p, configs: list) -> dict:
+    """Compile each config ahead as the compile pool does (mock arguments, no launch), then check it against float64
+    with C poisoned; a launch that compiles another binary means the compile-ahead missed its specialization.
+    Returns what the compile-ahead said per config (a config whose compile fails is counted, as the tuner does)."""
+    from gen import write_module
+    from gen.loader import load_module
+    from gen.naming import kernel_name
+
+    module = load_module(write_module(p, configs, tmp_path))
+    ahead, failures = {}, {}
+    for config in configs:
+        name, kernel = str(config), getattr(module, kernel_name(config))
+        try:
+            module.COMPILERS[name]()
+        except Exception as error:  # noqa: BLE001 - reported; the tuner counts compile failures, never launches them
+            ahead[name] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+            continue
+        ahead[name] = "ok"
+        compiled = binaries(kernel)
+        error = module.check_config(module.LAUNCHERS[name], module.PROBLEM, "cuda", seed=7)
+        if not error <= p.dtype_a.tolerance:
+            failures[name] = error
+        if binaries(kernel) != compiled:
+            failures[name] = "the launch compiled a binary of its own: compile-ahead specialized differently"
+    print(f"compile ahead {p.label}: {ahead}")
+    assert not failures, failures
+    assert "ok" in ahead.values(), ahead
+    return ahead

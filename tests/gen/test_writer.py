@@ -176,3 +176,25 @@ def test_num_ctas_reaches_the_plain_launch_with_one_program_per_tile(tmp_path, i
         error, kwargs, grid = spied_check(monkeypatch, module, config, seed=4)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         assert kwargs["num_ctas"] == 2 and grid == (3 * 3, config.SPLIT_K), config  # ceil(70/32) x ceil(130/64) tiles
+
+
+def test_warp_group_configs_render_a_gluon_kernel_that_binds_the_config(tmp_path, interpreter_env):
+    wg = Config(192, 192, 32, 8, 1, 12, 5, PERSISTENT_TMA=1, WARP_GROUPS=1)
+    tma = Config(128, 128, 64, 8, 1, 4, 3, PERSISTENT_TMA=1)
+    p = problem(3072, 1536, 4096)
+    source = render(p, [wg, tma], "g.py")
+    tree = ast.parse(source)
+    kernel = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == kernel_name(wg))
+    assert [ast.unparse(d) for d in kernel.decorator_list] == ["gluon.jit"]
+    [call] = [node for node in ast.walk(kernel) if isinstance(node, ast.Call)]
+    assert ast.unparse(call.func) == "warp_group_gemm"
+    assert {k.arg: ast.unparse(k.value) for k in call.keywords} == {"BLOCK_SIZE_M": "192", "GROUP_SIZE_M": "8",
+                                                                     "STAGES": "5"}
+    assert "launch_warp_groups(" in source and "compile_warp_group_config(" in source
+    # the Gluon family is inlined once, after the TMA family, and only where a config needs it
+    assert source.count("def warp_group_gemm(") == 1
+    assert source.index("def tma_persistent_tile(") < source.index("def warp_group_gemm(")
+    assert "gluon" not in render(p, [tma], "g.py")
+    module = load_module(write_module(p, [wg, tma], tmp_path))  # imports wherever Triton has Gluon
+    assert sorted(module.LAUNCHERS) == sorted([str(wg), str(tma)])
+    assert module.COMPILERS[str(wg)]() == {}  # under the interpreter nothing compiles

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import problem, spied
+from helpers import binaries, check_compiled_ahead, problem, spied
 
 from gen import write_module
 from gen.loader import load_module
@@ -53,41 +53,10 @@ SIZES = [  # M, N, K, col_a, col_b
 ]
 
 
-def _binaries(kernel) -> int:
-    """How many binaries Triton holds in memory for `kernel` on this GPU (its internal cache, Triton 3.3+)."""
-    return len(kernel.device_caches[torch.cuda.current_device()][0])
-
-
-def _check_compiled_ahead(tmp_path, p, configs: list) -> dict:
-    """Compile each config ahead as the compile pool does (mock arguments, no launch), then check it against float64
-    with C poisoned; a launch that compiles another binary means compile_tma_config missed its specialization.
-    Returns what the compile-ahead said per config (a config whose compile fails is counted, as the tuner does)."""
-    module = load_module(write_module(p, configs, tmp_path))
-    ahead, failures = {}, {}
-    for config in configs:
-        name, kernel = str(config), getattr(module, kernel_name(config))
-        try:
-            module.COMPILERS[name]()
-        except Exception as error:  # noqa: BLE001 - reported; the tuner counts compile failures, never launches them
-            ahead[name] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
-            continue
-        ahead[name] = "ok"
-        compiled = _binaries(kernel)
-        error = module.check_config(module.LAUNCHERS[name], module.PROBLEM, "cuda", seed=7)
-        if not error <= p.dtype_a.tolerance:
-            failures[name] = error
-        if _binaries(kernel) != compiled:
-            failures[name] = "the launch compiled a binary of its own: compile-ahead specialized differently"
-    print(f"compile ahead {p.label}: {ahead}")
-    assert not failures, failures
-    assert "ok" in ahead.values(), ahead
-    return ahead
-
-
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
-    _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), CONFIGS)
+    check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), CONFIGS)
 
 
 # C^T = B^T A^T: B^T and A^T are column-major operands, C^T is stored through pointers
@@ -120,7 +89,7 @@ SPLIT_SIZES = [
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SPLIT_SIZES)
 def test_split_k_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
     p = problem(M, N, K, dtype, col_a, col_b)
-    ahead = _check_compiled_ahead(tmp_path, p, SPLIT_CONFIGS)
+    ahead = check_compiled_ahead(tmp_path, p, SPLIT_CONFIGS)
     assert set(ahead.values()) == {"ok"}, ahead
     again = tmp_path / "again"
     again.mkdir()
@@ -135,7 +104,7 @@ def test_split_k_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
 @pytest.mark.parametrize("dtype, dtype_c", [("fp8", "fp16"), ("int8", "int32")])
 def test_split_k_8_bit_inputs_with_the_bias_compiled_ahead_and_correct(tmp_path, dtype, dtype_c):
     p = replace(problem(1000, 1000, 8192, dtype, col_b=True, dtype_c=dtype_c), bias=dtype != "int8")
-    _check_compiled_ahead(tmp_path, p, [Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+    check_compiled_ahead(tmp_path, p, [Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1, FUSED_REDUCE=1),
                                         Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1,
                                                FUSED_REDUCE=ATOMIC_REDUCE)])
 
@@ -143,7 +112,7 @@ def test_split_k_8_bit_inputs_with_the_bias_compiled_ahead_and_correct(tmp_path,
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_swapped_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
-    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), SWAPPED_CONFIGS)
+    ahead = check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), SWAPPED_CONFIGS)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -161,7 +130,7 @@ ALIGNED_CONFIGS = [
     (4095, 4097, 1023, False, False),  # rows not 16-byte aligned: copied with or without the knob
 ])
 def test_align_rows_configs_compiled_ahead_and_correct(tmp_path, M, N, K, col_a, col_b):
-    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, "fp16", col_a, col_b), ALIGNED_CONFIGS)
+    ahead = check_compiled_ahead(tmp_path, problem(M, N, K, "fp16", col_a, col_b), ALIGNED_CONFIGS)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -189,7 +158,7 @@ NARROW_CONFIGS = [
     (1000, 1040, 1000, False, True),  # 16 columns past; C^T: 104 past 128, none
 ])
 def test_narrow_edge_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
-    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS)
+    ahead = check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), NARROW_CONFIGS)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -205,7 +174,7 @@ def test_two_edge_widths_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
     p = problem(M, N, K, dtype, col_a, col_b)
     kept = [config for config in NARROW_CONFIGS if RULES_BY_NAME["narrow_edge"].keep(p, config, INTERPRETER_PROFILE)]
     assert sum(config.NARROW_EDGE == FUSED_EDGE and config.BLOCK_SIZE_N == 256 for config in kept) == 2
-    ahead = _check_compiled_ahead(tmp_path, p, kept)
+    ahead = check_compiled_ahead(tmp_path, p, kept)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -243,7 +212,7 @@ SPLIT_TAIL_CONFIGS = [
 def test_split_configs_compiled_ahead_and_correct_twice(tmp_path, monkeypatch, dtype, configs, slices_option, M, N, K,
                                                         col_a, col_b, splits):
     p = problem(M, N, K, dtype, col_a, col_b)
-    ahead = _check_compiled_ahead(tmp_path, p, configs)
+    ahead = check_compiled_ahead(tmp_path, p, configs)
     assert set(ahead.values()) == {"ok"}, ahead
     assert _split_twice(monkeypatch, tmp_path, p, configs, slices_option) == splits
 
@@ -269,7 +238,7 @@ def _split_twice(monkeypatch, tmp_path, p, configs: list, slices_option: str) ->
 @pytest.mark.parametrize("dtype,dtype_c,bias", [("fp8", "fp16", True), ("int8", "int32", False)])
 def test_split_edge_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype, dtype_c, bias):
     p = replace(problem(4096, 4248, 4096, dtype, False, True, dtype_c), bias=bias)
-    ahead = _check_compiled_ahead(tmp_path, p, SPLIT_EDGE_CONFIGS[:2])
+    ahead = check_compiled_ahead(tmp_path, p, SPLIT_EDGE_CONFIGS[:2])
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -278,7 +247,7 @@ def test_split_tail_8_bit_inputs_compiled_ahead_and_correct(tmp_path, monkeypatc
     # K tiles of 128 (8-bit inputs): 32 of them, 4 slices; 3 stages, so that an int32 C's tile fits beside them
     configs = [replace(config, BLOCK_SIZE_K=128, num_stages=3) for config in SPLIT_TAIL_CONFIGS[:2]]
     p = replace(problem(5120, 5120, 4096, dtype, False, True, dtype_c), bias=bias)
-    ahead = _check_compiled_ahead(tmp_path, p, configs)
+    ahead = check_compiled_ahead(tmp_path, p, configs)
     assert set(ahead.values()) == {"ok"}, ahead
     assert _split_twice(monkeypatch, tmp_path, p, configs, "TAIL_SPLIT") == 2
 
@@ -299,7 +268,7 @@ COMPOUND_CONFIGS = [
     *SIZES[1:4],
 ])
 def test_compound_tiles_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
-    ahead = _check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), COMPOUND_CONFIGS)
+    ahead = check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), COMPOUND_CONFIGS)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -309,7 +278,7 @@ def test_compound_tiles_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype,
     configs = [Config(192, 192, 128, 8, 1, 8, 2, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
                Config(128, 192, 128, 1, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1)]
     p = replace(problem(3000, 1600, 2048, dtype, False, True, dtype_c), bias=bias)
-    ahead = _check_compiled_ahead(tmp_path, p, configs)
+    ahead = check_compiled_ahead(tmp_path, p, configs)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -319,7 +288,7 @@ def test_num_ctas_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, c
     p = problem(M, N, K, dtype, col_a, col_b)
     kept = [config for config in CLUSTER_CONFIGS if RULES_BY_NAME["tma_clusters"].keep(p, config, INTERPRETER_PROFILE)]
     assert len(kept) == (1 if col_a else 2)  # a column-major A leaves the plain config alone
-    ahead = _check_compiled_ahead(tmp_path, p, kept)
+    ahead = check_compiled_ahead(tmp_path, p, kept)
     assert set(ahead.values()) == {"ok"}, ahead
 
 
@@ -339,7 +308,7 @@ def test_a_tma_config_in_clusters_runs_one_program_per_cluster(tmp_path, monkeyp
     (1000, 1001, 1000, True, True),  # odd N: C through pointers; K rows of 1000 bytes: padded A and B copies
 ])
 def test_8_bit_inputs_compiled_ahead_and_correct(tmp_path, dtype, dtype_c, M, N, K, col_b, bias):
-    _check_compiled_ahead(tmp_path, replace(problem(M, N, K, dtype, False, col_b, dtype_c), bias=bias), CONFIGS_8BIT)
+    check_compiled_ahead(tmp_path, replace(problem(M, N, K, dtype, False, col_b, dtype_c), bias=bias), CONFIGS_8BIT)
 
 
 def test_unaligned_c_has_no_region_written_outside_its_view(tmp_path):

@@ -15,7 +15,7 @@ from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, K
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",
           "STREAM_K", "schedule_hint", "num_ctas", "STATIC_SHAPE", "SWAP_AB",
-          "ALIGN_ROWS", "NARROW_EDGE", "FUSED_REDUCE")
+          "ALIGN_ROWS", "NARROW_EDGE", "FUSED_REDUCE", "WARP_GROUPS")
 
 positive = st.integers(min_value=1, max_value=2**20)
 configs = st.builds(Config, positive, positive, positive, positive, positive, positive, positive,
@@ -336,3 +336,14 @@ def test_configs_order_and_hash():
     a, b = Config(16, 16, 16), Config(32, 16, 16)
     assert a < b
     assert len({a, Config(16, 16, 16), b}) == 2
+
+
+def test_warp_group_configs_print_and_parse_back_and_need_the_tma_family():
+    config = Config(192, 192, 32, 8, 1, 12, 5, PERSISTENT_TMA=1, WARP_GROUPS=1)
+    assert str(config) == "BM192_BN192_BK32_GM8_SK1_nW12_nS5_TMA1_WG1"
+    assert Config.parse(str(config)) == config
+    assert config.hopper_knobs == {"PERSISTENT_TMA": 1, "WARP_GROUPS": 1}
+    with pytest.raises(ValueError, match="WARP_GROUPS needs PERSISTENT_TMA"):
+        Config(192, 192, 32, 8, 1, 12, 5, WARP_GROUPS=1)
+    with pytest.raises(ValueError, match="WARP_GROUPS must be 0"):
+        Config(192, 192, 32, 8, 1, 12, 5, PERSISTENT_TMA=1, WARP_GROUPS=2)

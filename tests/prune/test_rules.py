@@ -136,6 +136,11 @@ CASES = [
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1, PERSISTENT_TMA=1), IP, False),
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1), IP, True),
     ("static_shape_plain", MID, replace(C(64, 128, 128), PERSISTENT_TMA=1), IP, True),
+    # twelve_warps: the warp-group kernel's three consumer warp groups, for 192-row tiles of compound width only
+    ("twelve_warps", BIG, C(192, 192, 32, nw=12), IP, True),
+    ("twelve_warps", BIG, C(192, 256, 32, nw=12), IP, False),  # a power-of-two width: no column parts
+    ("twelve_warps", BIG, C(128, 192, 32, nw=12), IP, False),  # two warp groups' rows
+    ("twelve_warps", BIG, C(128, 192, 32, nw=8), IP, True),
 ]
 
 
@@ -159,11 +164,11 @@ def test_every_rule_has_a_biting_and_a_sparing_case(rule):
 def test_rules_by_name_matches_rules():
     assert list(RULES_BY_NAME) == [r.name for r in RULES + FAMILY_RULES]
     assert [r.name for r in RULES] == [
-        "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory", "registers",
-        "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
+        "twelve_warps", "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory",
+        "registers", "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
     ]
-    assert [r.name for r in FAMILY_RULES] == ["compound_tile", "tma_hardware", "static_shape_plain", "tma_tile",
-                                             "tma_split_k", "epilogue_subtile", "tma_shared_memory", "stream_k",
+    assert [r.name for r in FAMILY_RULES] == ["warp_groups", "compound_tile", "tma_hardware", "static_shape_plain",
+                                             "tma_tile", "tma_split_k", "epilogue_subtile", "tma_shared_memory", "stream_k",
                                              "warp_specialize_warps", "cluster_epilogue_subtile", "swap_ab",
                                              "align_rows", "narrow_edge", "tma_clusters"]
     assert all(r.description for r in RULES + FAMILY_RULES)
@@ -661,11 +666,11 @@ def full_results() -> dict:
 def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
-    # 129 kernel-family variants per tile config: plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
-    # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE;
-    # each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and ATOMIC_REDUCE; six BLOCK_M and BLOCK_N
-    # (192 among them)
-    assert result.space_size == len(FULL_SPACE) == 6 * 6 * 5 * 5 * 5 * 4 * 5 * 2 * 3 * 129
+    # 130 kernel-family variants per tile config: plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
+    # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
+    # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
+    # ATOMIC_REDUCE; six BLOCK_M and BLOCK_N (192 among them); five num_warps (12 among them)
+    assert result.space_size == len(FULL_SPACE) == 6 * 6 * 5 * 5 * 5 * 5 * 5 * 2 * 3 * 130
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -709,10 +714,12 @@ def test_prune_known_counts_on_interpreter(full_results):
     splits = len([c for c in skinny if c.SPLIT_K > 1])
     assert len([c for c in skinny if c.FUSED_REDUCE == 1]) == splits // 3 == 2833
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
-    # every SPLIT_K > 1 except where matrix_instruction struck first, in each of the 129 family variants, with and
-    # without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 129 * 2 * 3 * 70_000
-    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2  # FUSED_REDUCE 1, 2 with SPLIT_K 1
+    # every SPLIT_K > 1 except where twelve_warps or matrix_instruction struck first, in each of the 130 family
+    # variants, with and without STATIC_SHAPE, and with each FUSED_REDUCE
+    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 70_500
+    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs twelve_warps left: 4 of 5 num_warps, and of 12 warps the 1 in 36
+    # tile shapes that are 192x192
+    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 180 * 145
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096
@@ -807,3 +814,47 @@ def test_prune_can_remove_everything():
     result = prune(BIG, IP, space)
     assert result.configs == []
     assert sum(result.removed_by_rule.values()) == 1
+
+
+HOPPER = replace(IP, name="Hopper with Gluon", vendor="nvidia", warp_groups=True)
+WG = {"PERSISTENT_TMA": 1, "WARP_GROUPS": 1}
+
+
+@pytest.mark.parametrize("p, config, device, kept", [
+    (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 12, 5, **WG), HOPPER, True),
+    (problem(3072, 1536, 4096, "bf16", col_b=True), Config(128, 192, 64, 4, 1, 8, 4, **WG), HOPPER, True),
+    (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 12, 5, **WG), IP, False),  # no Gluon under the interpreter
+    (problem(3072, 1536, 4096, col_a=True), Config(192, 192, 32, 8, 1, 12, 5, **WG), HOPPER, False),
+    (problem(3072, 1536, 4096, "fp8"), Config(192, 192, 64, 8, 1, 12, 3, **WG), HOPPER, False),  # 8-bit
+    (problem(3072, 1536, 4096, "fp32"), Config(192, 192, 16, 8, 1, 12, 3, **WG), HOPPER, False),
+    (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 8, 5, **WG), HOPPER, False),  # 8 warps for three groups
+    (problem(3072, 1536, 4096), Config(256, 192, 32, 8, 1, 16, 3, **WG), HOPPER, False),  # four groups
+    (problem(3072, 1536, 4096), Config(128, 256, 64, 8, 1, 8, 3, **WG), HOPPER, False),  # one column part
+    (problem(3072, 1536, 4096), Config(128, 160, 64, 8, 1, 8, 3, **WG), HOPPER, True),  # 128 + 32
+    (problem(3072, 1536, 4096), Config(192, 192, 128, 8, 1, 12, 2, **WG), HOPPER, False),  # 256-byte K rows
+    (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 12, 1, **WG), HOPPER, False),  # one stage
+    (problem(3072, 1536, 4100), Config(192, 192, 32, 8, 1, 12, 5, **WG), HOPPER, False),  # A's rows off 16 bytes
+    (problem(3072, 1540, 4096), Config(192, 192, 32, 8, 1, 12, 5, **WG), HOPPER, False),  # B's and C's rows
+    (problem(3072, 1540, 4096, col_b=True), Config(192, 192, 32, 8, 1, 12, 5, **WG), HOPPER, False),  # C's rows
+    (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 12, 5, PERSISTENT_TMA=1), HOPPER, False),  # 12 warps
+    (problem(3072, 1536, 4096), Config(192, 192, 64, 8, 1, 8, 3, PERSISTENT_TMA=1), HOPPER, True),  # not its rule
+])
+def test_warp_groups_only_where_the_gluon_kernel_runs(p, config, device, kept):
+    assert RULES_BY_NAME["warp_groups"].keep(p, config, device) is kept
+
+
+def test_warp_group_configs_skip_the_tma_familys_tile_rule_and_keep_the_compound_one():
+    config = Config(192, 192, 32, 8, 1, 12, 5, **WG)  # 64-byte K rows: the TMA family's kernel needs 128
+    assert RULES_BY_NAME["tma_tile"].keep(BIG, config, HOPPER)
+    assert not RULES_BY_NAME["tma_tile"].keep(BIG, Config(192, 192, 32, 8, 1, 8, 5, PERSISTENT_TMA=1), HOPPER)
+    # 16 tiles of 192x192 at 3072x1536 fill a wave that power-of-two tiles around them overrun; 4096^3 they do not
+    assert RULES_BY_NAME["compound_tile"].keep(problem(3072, 1536, 4096), config, HOPPER)
+    assert not RULES_BY_NAME["compound_tile"].keep(BIG, config, HOPPER)
+
+
+def test_pruning_keeps_warp_group_configs_only_on_a_gpu_that_runs_them():
+    kept = prune(problem(3072, 1536, 4096), HOPPER).configs
+    warp_group = [config for config in kept if config.WARP_GROUPS]
+    assert warp_group and all(config.num_warps == 12 and config.BLOCK_SIZE_M == 192 for config in warp_group)
+    assert not any(config.num_warps == 12 and not config.WARP_GROUPS for config in kept)
+    assert not any(config.WARP_GROUPS for config in prune(problem(3072, 1536, 4096), IP).configs)

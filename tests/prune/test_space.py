@@ -19,13 +19,15 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.block_k == (16, 32, 64, 128, 256)
     assert FULL_SPACE.group_m == (1, 4, 8, 16, 32)
     assert FULL_SPACE.split_k == (1, 2, 4, 8, 16)
-    assert FULL_SPACE.num_warps == (1, 2, 4, 8)
+    assert FULL_SPACE.num_warps == (1, 2, 4, 8, 12)  # 12: the warp-group kernel's three consumer warp groups
+    assert AMD_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
-    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, persistent_tma=(0, 1),
+    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, num_warps=(1, 2, 4, 8, 12),
+                                    warp_groups=(0, 1), persistent_tma=(0, 1),
                                     warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                                     fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
                                     narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
-    assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == (0,)
+    assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == AMD_SPACE.warp_groups == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert 1 not in FULL_SPACE.stream_k  # stream-K is opt-in: it lost on every shape measured
     assert FULL_SPACE.num_ctas == AMD_SPACE.num_ctas == (1,)  # opt-in: slower on every config measured
@@ -39,26 +41,27 @@ def test_full_space_bounds():
     assert (min(FULL_SPACE.block_m), max(FULL_SPACE.block_m)) == (16, 256)
     assert (min(FULL_SPACE.group_m), max(FULL_SPACE.group_m)) == (1, 32)
     assert (min(FULL_SPACE.split_k), max(FULL_SPACE.split_k)) == (1, 16)
-    assert (min(FULL_SPACE.num_warps), max(FULL_SPACE.num_warps)) == (1, 8)
+    assert (min(FULL_SPACE.num_warps), max(FULL_SPACE.num_warps)) == (1, 12)
     assert (min(FULL_SPACE.num_stages), max(FULL_SPACE.num_stages)) == (1, 5)
 
 
 def test_full_space_len_matches_configs():
     tiles = FULL_SPACE.tile_configs()
-    # 90,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert len(tiles) == len(set(tiles)) == 540_000
+    # 112,500 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert len(tiles) == len(set(tiles)) == 675_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
-    assert tiles[-1] == Config(256, 256, 256, 32, 16, 8, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
-    # plain, and TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
-    # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE: the other knobs exist only with TMA
+    assert tiles[-1] == Config(256, 256, 256, 32, 16, 12, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
+    # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
-    assert families[0] == (0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 129
-    assert sorted(families[1:]) == [(1, ws, es, tail, swap, align, edge) for ws in (0, 1) for es in (0, 1)
-                                    for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
-                                    for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)]
-    assert len(FULL_SPACE) == 129 * 540_000
+    assert families[0] == (0, 0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 130
+    assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
+                                           for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
+                                           for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
+    assert len(FULL_SPACE) == 130 * 675_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
-    with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,))
+    with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
+                            warp_groups=(0,))
     assert [tuple(f.values())[:4] for f in with_stream_k.families()] == [
         (0, 0, 0, 0), (1, 0, 0, 0), (1, 0, 0, 1), (1, 0, 1, 0), (1, 0, 1, 1), (1, 1, 0, 0), (1, 1, 0, 1), (1, 1, 1, 0),
         (1, 1, 1, 1)]
@@ -112,8 +115,8 @@ def test_space_from_valid_mapping():
     assert space.split_k == (1,)
     assert space.num_warps == (4, 8)
     assert space.num_stages == (3,)
-    # x 129 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
-    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 129 * 2 * 3
+    # x 130 kernel-family variants x STATIC_SHAPE 0|1 x FUSED_REDUCE 0|1|2
+    assert len(space) == 2 * 1 * 5 * 2 * 1 * 2 * 1 * 130 * 2 * 3
 
 
 def test_space_from_small_space_yaml(small_space):
@@ -123,7 +126,8 @@ def test_space_from_small_space_yaml(small_space):
 def test_mapping_without_tma_drops_its_knobs():
     space = space_from_mapping({"PERSISTENT_TMA": [0]}, "x")
     assert space.families() == [{"PERSISTENT_TMA": 0, "WARP_SPECIALIZE": 0, "EPILOGUE_SUBTILE": 0, "STREAM_K": 0,
-                                 "SWAP_AB": 0, "ALIGN_ROWS": 0, "NARROW_EDGE": 0}]
+                                 "SWAP_AB": 0, "ALIGN_ROWS": 0, "NARROW_EDGE": 0, "WARP_GROUPS": 0}]
+    assert space_from_mapping({"PERSISTENT_TMA": [0], "WARP_GROUPS": [0, 1]}, "x").warp_groups == (0,)
     assert space_from_mapping({"PERSISTENT_TMA": [0], "SWAP_AB": [0, 1]}, "x").swap_ab == (0,)
     assert space_from_mapping({"PERSISTENT_TMA": [0], "ALIGN_ROWS": [0, 1]}, "x").align_rows == (0,)
     assert space_from_mapping({"ALIGN_ROWS": [0]}, "x").align_rows == (0,)
@@ -231,8 +235,8 @@ def test_a_deterministic_space_drops_only_the_atomic_sums():
     assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, FUSED_EDGE),
                                                 stream_k=(0,))
     assert deterministic(AMD_SPACE) == AMD_SPACE  # never had them
-    # of the 129 family variants, the 64 split tails and the 16 split edges of the others go
-    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2 // 129 * 49
+    # of the 130 family variants, the 64 split tails and the 16 split edges of the others go
+    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2 // 130 * 50
     # stream-K (1) sums in a set order: it stays
     assert deterministic(replace(FULL_SPACE, stream_k=(0, 1, SPLIT_TAIL))).stream_k == (0, 1)
     with pytest.raises(ValueError, match="only atomic sums"):
