@@ -82,10 +82,14 @@ def warp_group_warps(config: Config) -> int:
     return 4 * config.BLOCK_SIZE_M // WARP_GROUP_ROWS
 
 
-def _twelve_warps(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Triton launches a power of two warps; 12 counts the three consumer warp groups of the warp-group kernel's
-    # 192-row tiles (rule warp_groups), their only use.
-    return config.num_warps != 12 or (config.BLOCK_SIZE_M == 192 and block_parts(config.BLOCK_SIZE_N)[1] > 0)
+    # 192-row tiles (rule warp_groups), their only use. Tiles 96 wide (64 + 32) are that kernel's only: Triton's
+    # compound tiles of 32-column parts lost wherever measured (rule compound_tile), its own 128x96 too (48.6 us at
+    # 1536x1536x4096 against 35.4 for 192x96: BENCHMARKS.md, twenty-sixth run).
+    if config.num_warps == 12:
+        return config.BLOCK_SIZE_M == 192 and block_parts(config.BLOCK_SIZE_N)[1] > 0
+    return config.BLOCK_SIZE_N != 96
 
 
 def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -490,18 +494,21 @@ def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) 
     # 2.9 waves, 223.9 us against 194.0 for 256x128 in 3.6 waves; 192x96 at 1536x1536x4096, the tile cuBLAS runs
     # there, 39.7 us against 38.0 for 128x192). Not with warp specialization: the compound tile's loops are not
     # flattened, and with them apart Triton 3.6 compiles WARP_SPECIALIZE to the same PTX as without, a duplicate to
-    # time. Such a tile pays only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16,
-    # BENCHMARKS.md, twenty-third run), 192x192 tiles took 1.10 times as long per output element as 128x256 at
+    # time. The warp-group kernel (rule warp_groups) multiplies parts of 32 columns at full width: its 192x96 tiles took
+    # 35.4 us at 1536x1536x4096 against 38.4 for the TMA family's 128x192 (BENCHMARKS.md, twenty-sixth run). Such a
+    # tile pays only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md,
+    # twenty-third run), 192x192 tiles took 1.10 times as long per output element as 128x256 at
     # 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but 60.8-60.9 us at
     # 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only where its waves, at
     # COMPOUND_TILE_COST, cost less than those of every power-of-two tile around it (each compound side rounded down
     # and up).
     if not is_compound(config):
         return True
+    least_part = WARP_GROUP_LEAST_EXTRA if config.WARP_GROUPS else COMPOUND_LEAST_PART
     parts = block_parts(config.BLOCK_SIZE_M) + block_parts(config.BLOCK_SIZE_N)
     if not (config.PERSISTENT_TMA and config.SPLIT_K == 1 and not config.STREAM_K and not config.NARROW_EDGE
             and not config.WARP_SPECIALIZE and config.num_ctas == 1
-            and all(part >= COMPOUND_LEAST_PART for part in parts if part)):
+            and all(part >= least_part for part in parts if part)):
         return False
     cost = COMPOUND_TILE_COST * wave_cost(problem, config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.SWAP_AB, device)
     return all(cost < wave_cost(problem, m, n, config.SWAP_AB, device)
@@ -521,9 +528,9 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    # first, at one comparison for most configs: 12 warps exist for one tile shape only
-    Rule("twelve_warps", "num_warps 12 only for 192-row tiles of compound width (the warp-group kernel's three "
-         "consumer warp groups)", _twelve_warps),
+    # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel only
+    Rule("warp_group_tiles", "num_warps 12 only for 192-row tiles of compound width (the warp-group kernel's three "
+         "consumer warp groups), BLOCK_N 96 only with them", _warp_group_tiles),
     # first: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
     Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k),
     Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),

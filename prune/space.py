@@ -79,6 +79,7 @@ class RangeSpace:
 
 
 COMPOUND_SIDES = (16, 32, 64, 128, 192, 256)  # tile sides with the TMA family's compound tiles (192 = 128 + 64)
+COMPOUND_WIDTHS = (16, 32, 64, 96, 128, 192, 256)  # and the warp-group kernel's 96 = 64 + 32
 # The RangeSpace fields of the kernel-family knobs, in HOPPER_KNOBS's order (PERSISTENT_TMA first).
 _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
@@ -98,11 +99,11 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # FUSED_REDUCE joins it, both ways (1 and ATOMIC_REDUCE: each won at some shape on the H100, BENCHMARKS.md, nineteenth
 # run); the rules keep it only for split-K configs, and in the TMA family every split-K config has it (the family has
 # no reduction kernel).
-# WARP_GROUPS joins it, with the 12 warps of its 192-row tiles (three consumer warp groups); the rules keep it only on
-# Hopper (compute capability 9.0) for 16-bit row-major A, 128- or 192-row tiles of compound width (192 = 128 + 64),
-# and 12 warps for nothing else. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-sixth run), its
+# WARP_GROUPS joins it, with the 12 warps of its 192-row tiles (three consumer warp groups) and tiles 96 wide
+# (64 + 32); the rules keep it only on Hopper (compute capability 9.0) for 16-bit row-major A, 128- or 192-row tiles
+# of compound width (192 = 128 + 64, 96 = 64 + 32), and 12 warps and 96-wide tiles for nothing else. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-sixth run), its
 # 192x192 tiles took 56.0 us at 3072x1536x4096 against 61.4 for the TMA family's and 55.0 for cuBLAS.
-FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, num_warps=(1, 2, 4, 8, 12),
+FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12),
                         warp_groups=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1),
                         epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE),
                         swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),

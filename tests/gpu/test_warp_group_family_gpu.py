@@ -28,6 +28,7 @@ CONFIGS = [
     Config(192, 192, 64, 4, 1, 12, 3, **WG),
     Config(128, 192, 64, 4, 1, 8, 4, **WG),
     Config(128, 192, 32, 1, 1, 8, 2, **WG),
+    Config(192, 96, 64, 8, 1, 12, 5, **WG),  # parts 64 + 32
 ]
 SIZES = [  # M, N, K, col_b: every size leaves partial tiles on both sides but the first
     (3072, 1536, 4096, False),

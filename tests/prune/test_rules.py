@@ -136,11 +136,14 @@ CASES = [
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1, PERSISTENT_TMA=1), IP, False),
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1), IP, True),
     ("static_shape_plain", MID, replace(C(64, 128, 128), PERSISTENT_TMA=1), IP, True),
-    # twelve_warps: the warp-group kernel's three consumer warp groups, for 192-row tiles of compound width only
-    ("twelve_warps", BIG, C(192, 192, 32, nw=12), IP, True),
-    ("twelve_warps", BIG, C(192, 256, 32, nw=12), IP, False),  # a power-of-two width: no column parts
-    ("twelve_warps", BIG, C(128, 192, 32, nw=12), IP, False),  # two warp groups' rows
-    ("twelve_warps", BIG, C(128, 192, 32, nw=8), IP, True),
+    # warp_group_tiles: the warp-group kernel's three consumer warp groups, for 192-row tiles of compound width only,
+    # and its 96-wide tiles
+    ("warp_group_tiles", BIG, C(192, 192, 32, nw=12), IP, True),
+    ("warp_group_tiles", BIG, C(192, 96, 64, nw=12), IP, True),
+    ("warp_group_tiles", BIG, C(192, 256, 32, nw=12), IP, False),  # a power-of-two width: no column parts
+    ("warp_group_tiles", BIG, C(128, 192, 32, nw=12), IP, False),  # two warp groups' rows
+    ("warp_group_tiles", BIG, C(128, 96, 64, nw=8), IP, False),
+    ("warp_group_tiles", BIG, C(128, 192, 32, nw=8), IP, True),
 ]
 
 
@@ -164,7 +167,7 @@ def test_every_rule_has_a_biting_and_a_sparing_case(rule):
 def test_rules_by_name_matches_rules():
     assert list(RULES_BY_NAME) == [r.name for r in RULES + FAMILY_RULES]
     assert [r.name for r in RULES] == [
-        "twelve_warps", "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory",
+        "warp_group_tiles", "fused_reduce", "matrix_instruction", "k_tiling", "split_k", "group_m", "shared_memory",
         "registers", "block_size", "large_gemm", "num_stages", "clusters", "static_shape",
     ]
     assert [r.name for r in FAMILY_RULES] == ["warp_groups", "compound_tile", "tma_hardware", "static_shape_plain",
@@ -283,6 +286,8 @@ TMA8 = {"PERSISTENT_TMA": 1, "num_warps": 8, "num_stages": 3}
     ((3072, 1536, 4096), (192, 192), {"num_ctas": 2}, False),
     ((3072, 1536, 4096), (192, 192), {"SPLIT_K": 2, "FUSED_REDUCE": 1}, False),
     ((1536, 768, 4096), (96, 96), {}, False),  # 32-row parts: under a warpgroup's 64
+    ((1536, 1536, 4096), (192, 96), {}, False),  # 32-column parts: the TMA family's lost
+    ((1536, 1536, 4096), (192, 96), {"WARP_GROUPS": 1}, True),  # the warp-group kernel's win there
     ((4096, 4096, 4096), (128, 256), {}, True),  # powers of two: not this rule's
 ])
 def test_compound_tiles_only_where_their_waves_pay_for_their_cost(size, tile, knobs, kept):
@@ -669,8 +674,8 @@ def test_prune_counts_add_up(full_results, p, device):
     # 130 kernel-family variants per tile config: plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
     # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
     # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
-    # ATOMIC_REDUCE; six BLOCK_M and BLOCK_N (192 among them); five num_warps (12 among them)
-    assert result.space_size == len(FULL_SPACE) == 6 * 6 * 5 * 5 * 5 * 5 * 5 * 2 * 3 * 130
+    # ATOMIC_REDUCE; six BLOCK_M (192 among them) and seven BLOCK_N (and 96); five num_warps (12 among them)
+    assert result.space_size == len(FULL_SPACE) == 6 * 7 * 5 * 5 * 5 * 5 * 5 * 2 * 3 * 130
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -714,12 +719,12 @@ def test_prune_known_counts_on_interpreter(full_results):
     splits = len([c for c in skinny if c.SPLIT_K > 1])
     assert len([c for c in skinny if c.FUSED_REDUCE == 1]) == splits // 3 == 2833
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
-    # every SPLIT_K > 1 except where twelve_warps or matrix_instruction struck first, in each of the 130 family
+    # every SPLIT_K > 1 except where warp_group_tiles or matrix_instruction struck first, in each of the 130 family
     # variants, with and without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 70_500
-    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs twelve_warps left: 4 of 5 num_warps, and of 12 warps the 1 in 36
-    # tile shapes that are 192x192
-    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 180 * 145
+    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 71_000
+    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs warp_group_tiles left: 4 of 5 num_warps with 6 of 7 BLOCK_N (all
+    # but 96), and 12 warps with 2 of 42 tile shapes (192x192, 192x96): 72 + 1 in 105
+    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 105 * 73
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096

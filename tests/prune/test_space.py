@@ -9,12 +9,13 @@ import yaml
 
 from helpers import SMALL_SPACE_YAML
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.space import AMD_SPACE, COMPOUND_SIDES, FULL_SPACE, RangeSpace, deterministic, space_from_mapping
+from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE, RangeSpace, deterministic,
+                         space_from_mapping)
 
 
 def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.block_m == (16, 32, 64, 128, 192, 256)  # 192 = 128 + 64: the TMA family's compound tiles
-    assert FULL_SPACE.block_n == (16, 32, 64, 128, 192, 256)
+    assert FULL_SPACE.block_n == (16, 32, 64, 96, 128, 192, 256)  # 96 = 64 + 32: the warp-group kernel's
     assert AMD_SPACE.block_m == AMD_SPACE.block_n == (16, 32, 64, 128, 256)
     assert FULL_SPACE.block_k == (16, 32, 64, 128, 256)
     assert FULL_SPACE.group_m == (1, 4, 8, 16, 32)
@@ -22,7 +23,7 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_warps == (1, 2, 4, 8, 12)  # 12: the warp-group kernel's three consumer warp groups
     assert AMD_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
-    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_SIDES, num_warps=(1, 2, 4, 8, 12),
+    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12),
                                     warp_groups=(0, 1), persistent_tma=(0, 1),
                                     warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                                     fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
@@ -47,8 +48,8 @@ def test_full_space_bounds():
 
 def test_full_space_len_matches_configs():
     tiles = FULL_SPACE.tile_configs()
-    # 112,500 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert len(tiles) == len(set(tiles)) == 675_000
+    # 131,250 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert len(tiles) == len(set(tiles)) == 787_500
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 256, 256, 32, 16, 12, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
@@ -58,7 +59,7 @@ def test_full_space_len_matches_configs():
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
                                            for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
                                            for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
-    assert len(FULL_SPACE) == 130 * 675_000
+    assert len(FULL_SPACE) == 130 * 787_500
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
                             warp_groups=(0,))
