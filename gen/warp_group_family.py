@@ -32,8 +32,9 @@ LOADER_REGISTERS = gl.constexpr(40)
 
 @gluon.jit
 def warp_group_tile_of(tile, num_pid_m, num_pid_n, group_size_m):
-    """(pid_m, pid_n) of the tile-th output tile, GROUP_SIZE_M rows of tiles at a time (as grouped_tile orders them),
-    so that the programs running at once share A's and B's tiles in L2."""
+    """(pid_m, pid_n) of the tile-th output tile, group_size_m rows of tiles at a time, so that the programs running
+    at once share A's and B's tiles in L2: grouped_tile's order, for a group size that arrives as a run-time value
+    (grouped_tile takes it as a constant, which a partition's arguments cannot be)."""
     in_group = group_size_m * num_pid_n
     first_m = tile // in_group * group_size_m
     rows = gl.minimum(num_pid_m - first_m, group_size_m)
