@@ -3,7 +3,7 @@
 # with explicit layouts and warp roles: a persistent grid whose programs each run one loader warp
 # and one consumer warp group (4 warps) per 64 rows of the tile. The loader fills a ring of shared
 # memory stages through TMA; each consumer multiplies its 64 rows by the two column parts of a
-# compound tile (192 = 128 + 64) and stores them through TMA. Triton's own compiler splits every
+# compound tile (192 = 128 + 64, 96 = 64 + 32) and stores them through TMA. Triton's own compiler splits every
 # part of a compound tile between all the warp groups, and the 64-row parts then run as matrix
 # instructions 32 or 64 columns wide; here every instruction is as wide as its part. The generator
 # copies this source after the TMA family into generated modules that hold WARP_GROUPS configs.
@@ -47,7 +47,7 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     """C = A @ B (+ a bias per row of C) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
     A tile is BLOCK_SIZE_M (64 per consumer warp group) by the widths of b_desc's and b_right's blocks, its left and
-    right column parts (block_parts: 192 = 128 + 64). A is row-major; B is read through b_desc and b_right either as
+    right column parts (block_parts: 192 = 128 + 64, 96 = 64 + 32). A is row-major; B is read through b_desc and b_right either as
     it is, blocks of [BLOCK_K, part], or, column-major, through its transpose, blocks of [part, BLOCK_K]. c_desc and
     c_right store a warp group's 64 rows of the two parts. Reads past the edges return zeros, stores past them are
     dropped, so M, N and K need no masks. bias_ptr is None or a vector with one value per row of C."""

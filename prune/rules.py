@@ -207,13 +207,13 @@ def _tma_hardware(problem: GemmProblem, config: Config, device: DeviceProfile) -
 def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The warp-group kernel (gen.warp_group_family) runs on Hopper (compute capability 9.0) with Gluon, not under the
     # interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128 or 192: two or three, num_warps 8 or
-    # 12) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64), so that every
-    # product is a full-width matrix instruction; power-of-two widths are the TMA family's. 16-bit inputs of one
-    # dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's 128-byte swizzle
-    # takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and stores them
-    # through descriptors as they are, with no padded copies). Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md,
-    # twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages took 56.0 us, the
-    # TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
+    # 12) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 96 = 64 + 32), so
+    # that every product is a full-width matrix instruction; power-of-two widths are the TMA family's. 16-bit inputs
+    # of one dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's 128-byte
+    # swizzle takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and stores
+    # them through descriptors as they are, with no padded copies). Measured on the H100 (Triton 3.6, fp16,
+    # BENCHMARKS.md, twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages
+    # took 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
     if not config.WARP_GROUPS:
         return config.num_warps != 12
     rows_a = problem.K
@@ -531,7 +531,7 @@ RULES: tuple[Rule, ...] = (
     # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel only
     Rule("warp_group_tiles", "num_warps 12 only for 192-row tiles of compound width (the warp-group kernel's three "
          "consumer warp groups), BLOCK_N 96 only with them", _warp_group_tiles),
-    # first: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
+    # next: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
     Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k),
     Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),
     Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs)",
@@ -557,10 +557,11 @@ FAMILY_RULES: tuple[Rule, ...] = (
          f"row-major A, BLOCK_M 128|192 with {WARP_GROUP_ROWS // 16} warps per {WARP_GROUP_ROWS} rows, BLOCK_N of two "
          f"parts (the narrower >= {WARP_GROUP_LEAST_EXTRA}), BLOCK_K of 64|128 bytes, no SPLIT_K or clusters, "
          "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 for nothing else", _warp_groups),
-    # first: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
+    # next: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
     Rule("compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
-         f"{COMPOUND_LEAST_PART}, whole tiles (no SPLIT_K, STREAM_K, NARROW_EDGE), no clusters or WARP_SPECIALIZE, "
-         f"where its waves at {COMPOUND_TILE_COST}x cost less than those of the power-of-two tiles around it",
+         f"{COMPOUND_LEAST_PART} ({WARP_GROUP_LEAST_EXTRA} with WARP_GROUPS), whole tiles (no SPLIT_K, STREAM_K, "
+         f"NARROW_EDGE), no clusters or WARP_SPECIALIZE, where its waves at {COMPOUND_TILE_COST}x cost less than those "
+         "of the power-of-two tiles around it",
          _compound_tile),
     Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
     Rule("static_shape_plain", "STATIC_SHAPE only in the plain family (not with PERSISTENT_TMA)", _static_shape_plain),
