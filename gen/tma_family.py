@@ -748,7 +748,7 @@ def _tiles(config: TileConfig, M: int, N: int) -> int:
     return ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)
 
 
-def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
+def persistent_grid(config: TileConfig, M: int, N: int, device) -> tuple:
     """The persistent grid: one program per SM, never more than the units of work (tiles, times their K slices)."""
     return (persistent_programs(device, _tiles(config, M, N) * config.SPLIT_K, config.num_ctas),)
 
@@ -919,7 +919,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     M, K = a.shape
     N = b.shape[1]
     args = tma_arguments(config, variant, a, b, c)
-    grid = _programs(config, M, N, c.device)
+    grid = persistent_grid(config, M, N, c.device)
     slices = edge_split(config, variant, args.edges.widths, M, K, grid[0])
     tail = tail_split(config, variant, M, N, K, grid[0])
     if config.SPLIT_K > 1:
@@ -993,7 +993,7 @@ def compile_tma_config(kernel, config: TileConfig, variant: TmaVariant, problem)
     bias = mock(problem.dtype_c) if problem.bias else None
     scaled, scales = mock_scales(problem)
     widths = edge_columns(N, bn) if variant.narrow_edge else ()
-    grid = _programs(config, M, N, "cuda")
+    grid = persistent_grid(config, M, N, "cuda")
     slices = edge_split(config, variant, widths, M, K, grid[0])
     tail = tail_split(config, variant, M, N, K, grid[0])
     scratch = (mock(_accumulator_dtype(problem.dtype_a)), mock(torch.int32)) if (

@@ -18,8 +18,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTen
 import torch
 import triton
 
-from gen.matmul_family import INTERPRETED, TileConfig, ceil_div, loaded_resources
-from gen.tma_family import block_parts, is_column_major, persistent_programs
+from gen.matmul_family import INTERPRETED, TileConfig, loaded_resources
+from gen.tma_family import block_parts, is_column_major, persistent_grid
 
 # family-imports-end
 
@@ -47,10 +47,11 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     """C = A @ B (+ a bias per row of C) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
     A tile is BLOCK_SIZE_M (64 per consumer warp group) by the widths of b_desc's and b_right's blocks, its left and
-    right column parts (block_parts: 192 = 128 + 64, 96 = 64 + 32). A is row-major; B is read through b_desc and b_right either as
-    it is, blocks of [BLOCK_K, part], or, column-major, through its transpose, blocks of [part, BLOCK_K]. c_desc and
-    c_right store a warp group's 64 rows of the two parts. Reads past the edges return zeros, stores past them are
-    dropped, so M, N and K need no masks. bias_ptr is None or a vector with one value per row of C."""
+    right column parts (block_parts: 192 = 128 + 64, 96 = 64 + 32). A is row-major; B is read through b_desc and
+    b_right either as it is, blocks of [BLOCK_K, part], or, column-major, through its transpose, blocks of
+    [part, BLOCK_K]. c_desc and c_right store a warp group's 64 rows of the two parts. Reads past the edges return
+    zeros, stores past them are dropped, so M, N and K need no masks. bias_ptr is None or a vector with one value per
+    row of C."""
     WARP_GROUPS: gl.constexpr = BLOCK_SIZE_M // GROUP_ROWS
     gl.static_assert(WARP_GROUPS == 2 or WARP_GROUPS == 3, "two or three consumer warp groups")
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
@@ -68,7 +69,8 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
         mbarrier.init(free.index(stage), count=WARP_GROUPS)
     fence_async_shared()
     # Partitions get their arguments as run-time values, constants included: each reads the tile's shape from the
-    # shapes of the buffers, and GROUP_SIZE_M arrives as a number.
+    # shapes of the buffers itself (a helper's returned constants come back as run-time values too), and GROUP_SIZE_M
+    # arrives as a number.
     consumer_args = (c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready,
                      free, M, N, K, stride_bias, GROUP_SIZE_M)
     loader_args = (a_desc, b_desc, b_right, a_ring, b_ring, b_right_ring, ready, free, M, N, K, GROUP_SIZE_M)
@@ -217,36 +219,33 @@ def _descriptor(matrix, block: list) -> GluonTensorDescriptor:
     return GluonTensorDescriptor(matrix, list(matrix.shape), list(matrix.stride()), block, layout)
 
 
-def warp_group_operands(config: TileConfig, a, b, c) -> tuple:
-    """The kernel's five descriptors (A, B's left and right parts, C's left and right parts) for A (row-major),
-    B (either way) and C (row-major), each matrix's rows 16-byte aligned as the copy engine needs."""
+def warp_group_operands(config: TileConfig, a, b_read, c, b_col: bool) -> tuple:
+    """The kernel's five descriptors: A's, B's left and right parts', C's left and right parts'. A and C are row-major;
+    b_read is B itself, or with b_col a column-major B's (row-major) transpose, read in K-major blocks. The launch
+    passes the real matrices, the compile-ahead mock ones, so that both specialize the kernel alike."""
     left, right = block_parts(config.BLOCK_SIZE_N)
     bk = config.BLOCK_SIZE_K
-    if is_column_major(b):
-        b_blocks = (_descriptor(b.T, [left, bk]), _descriptor(b.T, [right, bk]))
-    else:
-        b_blocks = (_descriptor(b, [bk, left]), _descriptor(b, [bk, right]))
-    return (_descriptor(a, [GROUP_ROWS.value, bk]), *b_blocks, _descriptor(c, [GROUP_ROWS.value, left]),
-            _descriptor(c, [GROUP_ROWS.value, right]))
 
-
-def _programs(config: TileConfig, M: int, N: int, device) -> tuple:
-    tiles = ceil_div(M, config.BLOCK_SIZE_M) * ceil_div(N, config.BLOCK_SIZE_N)
-    return (persistent_programs(device, tiles),)
+    def b_block(cols):
+        return _descriptor(b_read, [cols, bk] if b_col else [bk, cols])
+    return (_descriptor(a, [GROUP_ROWS.value, bk]), b_block(left), b_block(right),
+            _descriptor(c, [GROUP_ROWS.value, left]), _descriptor(c, [GROUP_ROWS.value, right]))
 
 
 def launch_warp_groups(kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
-    """Write A @ B (+ bias per row) into C with one warp-group config. The pruner keeps such configs only for 16-bit
-    inputs (no scales), a row-major A and aligned rows (prune.rules warp_groups); anything else raises ValueError."""
+    """Write A @ B (+ bias per row) into C with one warp-group config: A and C row-major, B either way, each matrix's
+    rows 16-byte aligned as the copy engine needs. The pruner keeps such configs only for 16-bit inputs (no scales),
+    a row-major A and aligned rows (prune.rules warp_groups); a scale or a column-major A raises ValueError."""
     if scale_a is not None or scale_b is not None:
         raise ValueError("the warp-group kernel takes 16-bit inputs, which have no scales")
     if is_column_major(a) or a.stride(1) != 1:
         raise ValueError("the warp-group kernel reads A row-major")
     M, K = a.shape
     N = b.shape[1]
-    kernel[_programs(config, M, N, a.device)](
-        *warp_group_operands(config, a, b, c), bias, M, N, K, bias.stride(0) if bias is not None else 0,
-        num_warps=4, **dict(config.options))
+    b_col = is_column_major(b)
+    kernel[persistent_grid(config, M, N, a.device)](
+        *warp_group_operands(config, a, b.T if b_col else b, c, b_col), bias, M, N, K,
+        bias.stride(0) if bias is not None else 0, num_warps=4, **dict(config.options))
     return c
 
 
@@ -257,22 +256,17 @@ def compile_warp_group_config(kernel, config: TileConfig, problem) -> dict:
         return {}
     mock = triton.runtime.jit.MockTensor
 
-    def matrix(dtype, rows, cols):
+    def row_major(dtype, rows, cols):
         tensor = mock(dtype)
-        tensor.shape, tensor.T = (rows, cols), None
+        tensor.shape = (rows, cols)
         tensor.stride = lambda *dim: (cols, 1)[dim[0]] if dim else (cols, 1)
         return tensor
 
     M, N, K = problem.M, problem.N, problem.K
-    b = matrix(problem.dtype_b, N, K) if problem.col_b else matrix(problem.dtype_b, K, N)
-    left, right = block_parts(config.BLOCK_SIZE_N)
-    bk = config.BLOCK_SIZE_K
-    b_blocks = ([left, bk], [right, bk]) if problem.col_b else ([bk, left], [bk, right])
-    c = matrix(problem.dtype_c, M, N)
-    operands = (_descriptor(matrix(problem.dtype_a, M, K), [GROUP_ROWS.value, bk]),
-                *(_descriptor(b, block) for block in b_blocks), _descriptor(c, [GROUP_ROWS.value, left]),
-                _descriptor(c, [GROUP_ROWS.value, right]))
+    b_read = row_major(problem.dtype_b, N, K) if problem.col_b else row_major(problem.dtype_b, K, N)
+    operands = warp_group_operands(config, row_major(problem.dtype_a, M, K), b_read, row_major(problem.dtype_c, M, N),
+                                   problem.col_b)
     bias = mock(problem.dtype_c) if problem.bias else None
     # stride_bias as the launch passes it: Triton specializes an integer argument of 1
     return loaded_resources(kernel.warmup(*operands, bias, M, N, K, 1 if problem.bias else 0, num_warps=4,
-                                          grid=_programs(config, M, N, "cuda"), **dict(config.options)))
+                                          grid=persistent_grid(config, M, N, "cuda"), **dict(config.options)))

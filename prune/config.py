@@ -48,8 +48,6 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
-# Knobs of the TMA family's own kernel, which the warp-group kernel (WARP_GROUPS) has none of
-TMA_KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K", "SWAP_AB", "ALIGN_ROWS", "NARROW_EDGE")
 # Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1, FUSED_EDGE or SPLIT_EDGE), FUSED_REDUCE (0, 1 or
 # ATOMIC_REDUCE) and STREAM_K (0, 1 or SPLIT_TAIL).
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
@@ -213,8 +211,9 @@ class Config:
     FUSED_REDUCE: int = 0
     # 1 (with PERSISTENT_TMA): the tile is computed by the warp-group kernel (gen.warp_group_family, written in Gluon,
     # Hopper compute capability 9.0 only): one loader warp and one consumer warp group per 64 rows of the tile, each
-    # multiplying its rows by both column parts of a compound BLOCK_SIZE_N (192 = 128 + 64) with full-width matrix
-    # instructions. num_warps counts the consumer warps: 4 per 64 rows (8 for BLOCK_SIZE_M 128, 12 for 192).
+    # multiplying its rows by both column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 96 = 64 + 32) with
+    # full-width matrix instructions. num_warps counts the consumer warps: 4 per 64 rows (8 for BLOCK_SIZE_M 128, 12
+    # for 192).
     WARP_GROUPS: int = 0
 
     def __post_init__(self) -> None:

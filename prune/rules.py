@@ -216,14 +216,12 @@ def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # took 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
     if not config.WARP_GROUPS:
         return config.num_warps != 12
-    rows_a = problem.K
-    rows_b = problem.K if problem.col_b else problem.N
     return (device.warp_groups and problem.dtype_a == problem.dtype_b and problem.dtype_a.bytes == 2
             and not problem.col_a and config.BLOCK_SIZE_M in (128, 192) and config.num_warps == warp_group_warps(config)
             and block_parts(config.BLOCK_SIZE_N)[1] >= WARP_GROUP_LEAST_EXTRA
             and config.BLOCK_SIZE_K * problem.dtype_a.bytes in (64, 128) and config.SPLIT_K == 1
             and config.num_ctas == 1 and config.num_stages >= 2
-            and all(row * problem.dtype_a.bytes % 16 == 0 for row in (rows_a, rows_b))
+            and all(row_bytes % 16 == 0 for row_bytes in operand_row_bytes(problem))
             and problem.N * problem.dtype_c.bytes % 16 == 0)
 
 

@@ -101,8 +101,9 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # no reduction kernel).
 # WARP_GROUPS joins it, with the 12 warps of its 192-row tiles (three consumer warp groups) and tiles 96 wide
 # (64 + 32); the rules keep it only on Hopper (compute capability 9.0) for 16-bit row-major A, 128- or 192-row tiles
-# of compound width (192 = 128 + 64, 96 = 64 + 32), and 12 warps and 96-wide tiles for nothing else. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-sixth run), its
-# 192x192 tiles took 56.0 us at 3072x1536x4096 against 61.4 for the TMA family's and 55.0 for cuBLAS.
+# of compound width (192 = 128 + 64, 96 = 64 + 32), and 12 warps and 96-wide tiles for nothing else. Measured on the
+# H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-sixth run), its 192x192 tiles took 56.0 us at 3072x1536x4096 against
+# 61.4 for the TMA family's and 55.0 for cuBLAS.
 FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12),
                         warp_groups=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1),
                         epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE),

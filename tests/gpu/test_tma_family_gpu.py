@@ -8,11 +8,10 @@ from dataclasses import replace
 
 import pytest
 import torch
-from helpers import binaries, check_compiled_ahead, problem, spied
+from helpers import check_compiled_ahead, problem, spied
 
 from gen import write_module
 from gen.loader import load_module
-from gen.naming import kernel_name
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import RULES_BY_NAME
@@ -105,8 +104,8 @@ def test_split_k_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
 def test_split_k_8_bit_inputs_with_the_bias_compiled_ahead_and_correct(tmp_path, dtype, dtype_c):
     p = replace(problem(1000, 1000, 8192, dtype, col_b=True, dtype_c=dtype_c), bias=dtype != "int8")
     check_compiled_ahead(tmp_path, p, [Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1, FUSED_REDUCE=1),
-                                        Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1,
-                                               FUSED_REDUCE=ATOMIC_REDUCE)])
+                                       Config(128, 128, 128, 8, 2, 8, 3, PERSISTENT_TMA=1,
+                                              FUSED_REDUCE=ATOMIC_REDUCE)])
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
