@@ -1,11 +1,12 @@
 # ---------------------------------------------------------------------------------------------
 # Warp-group kernel family (Hopper, compute capability 9.0), written in Gluon, Triton's language
 # with explicit layouts and warp roles: a persistent grid whose programs each run one loader warp
-# and one consumer warp group (4 warps) per 64 rows of the tile. The loader fills a ring of shared
-# memory stages through TMA; each consumer multiplies its 64 rows by the two column parts of a
-# compound tile (192 = 128 + 64, 96 = 64 + 32) and stores them through TMA. Triton's own compiler splits every
-# part of a compound tile between all the warp groups, and the 64-row parts then run as matrix
-# instructions 32 or 64 columns wide; here every instruction is as wide as its part. The generator
+# and one consumer warp group (4 warps) per 64 rows of the tile (two to four). The loader fills a
+# ring of shared memory stages through TMA; each consumer multiplies its 64 rows by the two column
+# parts of a compound tile (192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32) and stores them through
+# TMA. Triton's own compiler splits every part of a compound tile between all the warp groups, and
+# the 64-row parts then run as matrix instructions 32 or 64 columns wide; here every instruction is
+# as wide as its part. The generator
 # copies this source after the TMA family into generated modules that hold WARP_GROUPS configs.
 # ---------------------------------------------------------------------------------------------
 from triton.experimental import gluon
@@ -28,6 +29,12 @@ GROUP_ROWS = gl.constexpr(64)  # rows of C one consumer warp group computes: the
 # warp's group takes what it needs to issue copies; the default partition (the first consumer) gets the rest.
 CONSUMER_REGISTERS = gl.constexpr(168)
 LOADER_REGISTERS = gl.constexpr(40)
+# Four consumer warp groups and the loader's make 20 warps, launched with 96 registers a thread: the pool the partitions
+# share. With the loader at the least setmaxnreg takes, each consumer gets 112 (the first 120), room for 64 x 160 fp32
+# accumulators (80 registers a thread) without spilling; with the loader at 40 the first consumer got 104 and spilled
+# (compiled for sm_90a, Triton 3.6).
+CONSUMER_REGISTERS_OF_FOUR = gl.constexpr(112)
+LOADER_REGISTERS_OF_FOUR = gl.constexpr(24)
 
 
 @gluon.jit
@@ -46,14 +53,15 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
                     BLOCK_SIZE_M: gl.constexpr, GROUP_SIZE_M: gl.constexpr, STAGES: gl.constexpr):
     """C = A @ B (+ a bias per row of C) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
-    A tile is BLOCK_SIZE_M (64 per consumer warp group) by the widths of b_desc's and b_right's blocks, its left and
-    right column parts (block_parts: 192 = 128 + 64, 96 = 64 + 32). A is row-major; B is read through b_desc and
+    A tile is BLOCK_SIZE_M (64 per consumer warp group: 128, 192 or 256) by the widths of b_desc's and b_right's
+    blocks, its left and right column parts (block_parts: 192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32). A is
+    row-major; B is read through b_desc and
     b_right either as it is, blocks of [BLOCK_K, part], or, column-major, through its transpose, blocks of
     [part, BLOCK_K]. c_desc and c_right store a warp group's 64 rows of the two parts. Reads past the edges return
     zeros, stores past them are dropped, so M, N and K need no masks. bias_ptr is None or a vector with one value per
     row of C."""
     WARP_GROUPS: gl.constexpr = BLOCK_SIZE_M // GROUP_ROWS
-    gl.static_assert(WARP_GROUPS == 2 or WARP_GROUPS == 3, "two or three consumer warp groups")
+    gl.static_assert(WARP_GROUPS >= 2 and WARP_GROUPS <= 4, "two to four consumer warp groups")
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES * WARP_GROUPS, GROUP_ROWS, BLOCK_K], a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
@@ -74,7 +82,13 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     consumer_args = (c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready,
                      free, M, N, K, stride_bias, GROUP_SIZE_M)
     loader_args = (a_desc, b_desc, b_right, a_ring, b_ring, b_right_ring, ready, free, M, N, K, GROUP_SIZE_M)
-    if WARP_GROUPS == 3:
+    if WARP_GROUPS == 4:
+        gl.warp_specialize([(first_consumer, consumer_args), (second_consumer, consumer_args),
+                            (third_consumer, consumer_args), (fourth_consumer, consumer_args), (loader, loader_args)],
+                           [4, 4, 4, 1],
+                           [CONSUMER_REGISTERS_OF_FOUR, CONSUMER_REGISTERS_OF_FOUR, CONSUMER_REGISTERS_OF_FOUR,
+                            LOADER_REGISTERS_OF_FOUR])
+    elif WARP_GROUPS == 3:
         gl.warp_specialize([(first_consumer, consumer_args), (second_consumer, consumer_args),
                             (third_consumer, consumer_args), (loader, loader_args)],
                            [4, 4, 1], [CONSUMER_REGISTERS, CONSUMER_REGISTERS, LOADER_REGISTERS])
@@ -207,6 +221,13 @@ def third_consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_st
                    M, N, K, stride_bias, group_size_m):
     consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
              K, stride_bias, group_size_m, 2)
+
+
+@gluon.jit
+def fourth_consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free,
+                    M, N, K, stride_bias, group_size_m):
+    consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
+             K, stride_bias, group_size_m, 3)
 
 
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}

@@ -211,9 +211,9 @@ class Config:
     FUSED_REDUCE: int = 0
     # 1 (with PERSISTENT_TMA): the tile is computed by the warp-group kernel (gen.warp_group_family, written in Gluon,
     # Hopper compute capability 9.0 only): one loader warp and one consumer warp group per 64 rows of the tile, each
-    # multiplying its rows by both column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 96 = 64 + 32) with
-    # full-width matrix instructions. num_warps counts the consumer warps: 4 per 64 rows (8 for BLOCK_SIZE_M 128, 12
-    # for 192).
+    # multiplying its rows by both column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 160 = 128 + 32,
+    # 96 = 64 + 32) with full-width matrix instructions. num_warps counts the consumer warps: 4 per 64 rows (8 for
+    # BLOCK_SIZE_M 128, 12 for 192, 16 for 256).
     WARP_GROUPS: int = 0
 
     def __post_init__(self) -> None:

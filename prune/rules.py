@@ -74,6 +74,7 @@ def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProf
 
 WARP_GROUP_ROWS = 64  # rows of C one consumer warp group of the warp-group kernel computes: wgmma's M
 WARP_GROUP_LEAST_EXTRA = 32  # the narrowest column part the warp-group kernel multiplies (wgmma n32)
+WARP_GROUP_ONLY_WARPS = (12, 16)  # the warp-group kernel's three and four consumer warp groups: no other kernel's
 
 
 def warp_group_warps(config: Config) -> int:
@@ -82,13 +83,24 @@ def warp_group_warps(config: Config) -> int:
     return 4 * config.BLOCK_SIZE_M // WARP_GROUP_ROWS
 
 
+# The widest tile four consumer warp groups (256 rows, 16 warps) multiply: what their accumulators (64 x 160 fp32, 80
+# registers a thread) leave room for within the 112 registers a thread each gets (gen.warp_group_family).
+WIDEST_OF_FOUR_WARP_GROUPS = 160
+
+
 def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Triton launches a power of two warps; 12 counts the three consumer warp groups of the warp-group kernel's
-    # 192-row tiles (rule warp_groups), their only use. Tiles 96 wide (64 + 32) are that kernel's only: Triton's
-    # compound tiles of 32-column parts lost wherever measured (rule compound_tile), its own 128x96 too (48.6 us at
-    # 1536x1536x4096 against 35.4 for 192x96: BENCHMARKS.md, twenty-sixth run).
+    # 192-row tiles (rule warp_groups), their only use, and 16 the four of its 256-row tiles. Compiled for sm_90a
+    # (Triton 3.6, fp16), 256x160 took no stack, 256x192 spilled 1696 bytes. Tiles 96 wide (64 + 32) are that
+    # kernel's with 192 rows only: Triton's compound tiles of 32-column parts lost wherever measured (rule
+    # compound_tile), the kernel's own 128x96 and 256x96 too (48.6 and 42.7 us at 1536x1536x4096 against 35.4 and
+    # 35.0 for 192x96: BENCHMARKS.md, twenty-sixth and twenty-seventh runs).
+    compound_width = block_parts(config.BLOCK_SIZE_N)[1] > 0
     if config.num_warps == 12:
-        return config.BLOCK_SIZE_M == 192 and block_parts(config.BLOCK_SIZE_N)[1] > 0
+        return config.BLOCK_SIZE_M == 192 and compound_width
+    if config.num_warps == 16:
+        return (config.BLOCK_SIZE_M == 256 and compound_width and config.BLOCK_SIZE_N != 96
+                and config.BLOCK_SIZE_N <= WIDEST_OF_FOUR_WARP_GROUPS)
     return config.BLOCK_SIZE_N != 96
 
 
@@ -206,8 +218,9 @@ def _tma_hardware(problem: GemmProblem, config: Config, device: DeviceProfile) -
 
 def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The warp-group kernel (gen.warp_group_family) runs on Hopper (compute capability 9.0) with Gluon, not under the
-    # interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128 or 192: two or three, num_warps 8 or
-    # 12) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 96 = 64 + 32), so
+    # interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128, 192 or 256: two to four, num_warps 8,
+    # 12 or 16) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 160 = 128 + 32,
+    # 96 = 64 + 32), so
     # that every product is a full-width matrix instruction; power-of-two widths are the TMA family's. 16-bit inputs
     # of one dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's 128-byte
     # swizzle takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and stores
@@ -215,9 +228,10 @@ def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # BENCHMARKS.md, twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages
     # took 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
     if not config.WARP_GROUPS:
-        return config.num_warps != 12
+        return config.num_warps not in WARP_GROUP_ONLY_WARPS
     return (device.warp_groups and problem.dtype_a == problem.dtype_b and problem.dtype_a.bytes == 2
-            and not problem.col_a and config.BLOCK_SIZE_M in (128, 192) and config.num_warps == warp_group_warps(config)
+            and not problem.col_a and config.BLOCK_SIZE_M in (128, 192, 256)
+            and config.num_warps == warp_group_warps(config)
             and block_parts(config.BLOCK_SIZE_N)[1] >= WARP_GROUP_LEAST_EXTRA
             and config.BLOCK_SIZE_K * problem.dtype_a.bytes in (64, 128) and config.SPLIT_K == 1
             and config.num_ctas == 1 and config.num_stages >= 2
@@ -527,8 +541,9 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel only
-    Rule("warp_group_tiles", "num_warps 12 only for 192-row tiles of compound width (the warp-group kernel's three "
-         "consumer warp groups), BLOCK_N 96 only with them", _warp_group_tiles),
+    Rule("warp_group_tiles", "num_warps 12 only for 192-row tiles of compound width, 16 for 256-row ones at most "
+         f"{WIDEST_OF_FOUR_WARP_GROUPS} wide (the warp-group kernel's three and four consumer warp groups), BLOCK_N 96 "
+         "only with 12", _warp_group_tiles),
     # next: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
     Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k),
     Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),
@@ -552,9 +567,9 @@ RULES: tuple[Rule, ...] = (
 # RULES, which never look at those knobs: pruning checks RULES once per tile config and these once per family.
 FAMILY_RULES: tuple[Rule, ...] = (
     Rule("warp_groups", "WARP_GROUPS only on Hopper (compute capability 9.0) with Gluon: 16-bit inputs of one dtype, "
-         f"row-major A, BLOCK_M 128|192 with {WARP_GROUP_ROWS // 16} warps per {WARP_GROUP_ROWS} rows, BLOCK_N of two "
-         f"parts (the narrower >= {WARP_GROUP_LEAST_EXTRA}), BLOCK_K of 64|128 bytes, no SPLIT_K or clusters, "
-         "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 for nothing else", _warp_groups),
+         f"row-major A, BLOCK_M 128|192|256 with {WARP_GROUP_ROWS // 16} warps per {WARP_GROUP_ROWS} rows, BLOCK_N of "
+         f"two parts (the narrower >= {WARP_GROUP_LEAST_EXTRA}), BLOCK_K of 64|128 bytes, no SPLIT_K or clusters, "
+         "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 and 16 for nothing else", _warp_groups),
     # next: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
     Rule("compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
          f"{COMPOUND_LEAST_PART} ({WARP_GROUP_LEAST_EXTRA} with WARP_GROUPS), whole tiles (no SPLIT_K, STREAM_K, "

@@ -1,5 +1,5 @@
 """On a Hopper GPU (`pytest -m gpu`): the warp-group family (Gluon) compiles ahead of launch the very binary the launch
-uses and runs right: two and three consumer warp groups, fp16 and bf16, B row- or column-major, a bias, an fp32 C,
+uses and runs right: two, three and four consumer warp groups, fp16 and bf16, B row- or column-major, a bias, an fp32 C,
 sizes that leave partial tiles on every side and K tails, through generated modules and through the run-time
 launcher; and the pruner keeps it on this GPU."""
 
@@ -29,6 +29,9 @@ CONFIGS = [
     Config(128, 192, 64, 4, 1, 8, 4, **WG),
     Config(128, 192, 32, 1, 1, 8, 2, **WG),
     Config(192, 96, 64, 8, 1, 12, 5, **WG),  # parts 64 + 32
+    Config(256, 160, 32, 1, 1, 16, 5, **WG),  # four warp groups; parts 128 + 32
+    Config(192, 160, 64, 8, 1, 12, 3, **WG),
+    Config(128, 160, 32, 4, 1, 8, 6, **WG),
 ]
 SIZES = [  # M, N, K, col_b: every size leaves partial tiles on both sides but the first
     (3072, 1536, 4096, False),
@@ -50,7 +53,8 @@ def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_b):
 def test_a_bias_and_an_fp32_output(tmp_path, dtype_c):
     p = replace(problem(1000, 1032, 1000, "fp16", col_b=True, dtype_c=dtype_c), bias=True)
     # an fp32 C's staging buffers (three warp groups x 64 x 192 x 4 bytes) leave room for two stages of 32-element K
-    configs = [Config(192, 192, 32, 8, 1, 12, 2, **WG), Config(128, 192, 32, 4, 1, 8, 3, **WG)]
+    configs = [Config(192, 192, 32, 8, 1, 12, 2, **WG), Config(128, 192, 32, 4, 1, 8, 3, **WG),
+               Config(256, 160, 32, 4, 1, 16, 2, **WG)]
     assert set(check_compiled_ahead(tmp_path, p, configs).values()) == {"ok"}
 
 

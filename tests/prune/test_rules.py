@@ -24,6 +24,7 @@ from prune.rules import (
     output_tiles,
     shared_memory_bytes,
     tail_slices,
+    warp_group_warps,
 )
 from tuner.dtypes import DTYPES
 
@@ -137,13 +138,19 @@ CASES = [
     ("static_shape_plain", MID, replace(C(64, 128, 128), STATIC_SHAPE=1), IP, True),
     ("static_shape_plain", MID, replace(C(64, 128, 128), PERSISTENT_TMA=1), IP, True),
     # warp_group_tiles: the warp-group kernel's three consumer warp groups, for 192-row tiles of compound width only,
-    # and its 96-wide tiles
+    # and its 96-wide tiles; its four, for 256-row tiles of compound width up to 160
     ("warp_group_tiles", BIG, C(192, 192, 32, nw=12), IP, True),
     ("warp_group_tiles", BIG, C(192, 96, 64, nw=12), IP, True),
     ("warp_group_tiles", BIG, C(192, 256, 32, nw=12), IP, False),  # a power-of-two width: no column parts
     ("warp_group_tiles", BIG, C(128, 192, 32, nw=12), IP, False),  # two warp groups' rows
     ("warp_group_tiles", BIG, C(128, 96, 64, nw=8), IP, False),
     ("warp_group_tiles", BIG, C(128, 192, 32, nw=8), IP, True),
+    ("warp_group_tiles", BIG, C(256, 160, 32, nw=16), IP, True),
+    ("warp_group_tiles", BIG, C(256, 192, 32, nw=16), IP, False),  # its accumulators spill
+    ("warp_group_tiles", BIG, C(256, 96, 64, nw=16), IP, False),  # 96 wide: 192 rows only
+    ("warp_group_tiles", BIG, C(256, 256, 64, nw=16), IP, False),  # a power-of-two width: no column parts
+    ("warp_group_tiles", BIG, C(128, 160, 32, nw=16), IP, False),  # two warp groups' rows
+    ("warp_group_tiles", BIG, C(128, 160, 32, nw=8), IP, True),
 ]
 
 
@@ -674,8 +681,8 @@ def test_prune_counts_add_up(full_results, p, device):
     # 130 kernel-family variants per tile config: plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
     # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
     # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
-    # ATOMIC_REDUCE; six BLOCK_M (192 among them) and seven BLOCK_N (and 96); five num_warps (12 among them)
-    assert result.space_size == len(FULL_SPACE) == 6 * 7 * 5 * 5 * 5 * 5 * 5 * 2 * 3 * 130
+    # ATOMIC_REDUCE; six BLOCK_M (192 among them) and eight BLOCK_N (and 96, 160); six num_warps (12 and 16 among them)
+    assert result.space_size == len(FULL_SPACE) == 6 * 8 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -721,10 +728,10 @@ def test_prune_known_counts_on_interpreter(full_results):
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
     # every SPLIT_K > 1 except where warp_group_tiles or matrix_instruction struck first, in each of the 130 family
     # variants, with and without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 71_000
-    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs warp_group_tiles left: 4 of 5 num_warps with 6 of 7 BLOCK_N (all
-    # but 96), and 12 warps with 2 of 42 tile shapes (192x192, 192x96): 72 + 1 in 105
-    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 105 * 73
+    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 84_000
+    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs warp_group_tiles left: 4 of 6 num_warps with 7 of 8 BLOCK_N (all
+    # but 96), 12 warps with 3 of 48 tile shapes (192x96, 192x160, 192x192) and 16 with one (256x160): 172 in 288
+    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 72 * 43
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096
@@ -833,7 +840,9 @@ WG = {"PERSISTENT_TMA": 1, "WARP_GROUPS": 1}
     (problem(3072, 1536, 4096, "fp8"), Config(192, 192, 64, 8, 1, 12, 3, **WG), HOPPER, False),  # 8-bit
     (problem(3072, 1536, 4096, "fp32"), Config(192, 192, 16, 8, 1, 12, 3, **WG), HOPPER, False),
     (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 8, 5, **WG), HOPPER, False),  # 8 warps for three groups
-    (problem(3072, 1536, 4096), Config(256, 192, 32, 8, 1, 16, 3, **WG), HOPPER, False),  # four groups
+    (problem(3072, 1536, 4096), Config(256, 160, 32, 8, 1, 16, 4, **WG), HOPPER, True),  # four groups
+    (problem(3072, 1536, 4096), Config(256, 160, 32, 8, 1, 12, 4, **WG), HOPPER, False),  # 12 warps for four groups
+    (problem(3072, 1536, 4096), Config(512, 160, 32, 8, 1, 32, 2, **WG), HOPPER, False),  # eight groups
     (problem(3072, 1536, 4096), Config(128, 256, 64, 8, 1, 8, 3, **WG), HOPPER, False),  # one column part
     (problem(3072, 1536, 4096), Config(128, 160, 64, 8, 1, 8, 3, **WG), HOPPER, True),  # 128 + 32
     (problem(3072, 1536, 4096), Config(192, 192, 128, 8, 1, 12, 2, **WG), HOPPER, False),  # 256-byte K rows
@@ -860,6 +869,7 @@ def test_warp_group_configs_skip_the_tma_familys_tile_rule_and_keep_the_compound
 def test_pruning_keeps_warp_group_configs_only_on_a_gpu_that_runs_them():
     kept = prune(problem(3072, 1536, 4096), HOPPER).configs
     warp_group = [config for config in kept if config.WARP_GROUPS]
-    assert warp_group and all(config.num_warps == 12 and config.BLOCK_SIZE_M == 192 for config in warp_group)
-    assert not any(config.num_warps == 12 and not config.WARP_GROUPS for config in kept)
+    assert warp_group and all(config.num_warps == warp_group_warps(config) for config in warp_group)
+    assert {config.BLOCK_SIZE_M for config in warp_group} == {128, 192, 256}  # two, three and four warp groups
+    assert not any(config.num_warps in (12, 16) and not config.WARP_GROUPS for config in kept)
     assert not any(config.WARP_GROUPS for config in prune(problem(3072, 1536, 4096), IP).configs)

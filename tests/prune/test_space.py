@@ -15,15 +15,16 @@ from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE,
 
 def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.block_m == (16, 32, 64, 128, 192, 256)  # 192 = 128 + 64: the TMA family's compound tiles
-    assert FULL_SPACE.block_n == (16, 32, 64, 96, 128, 192, 256)  # 96 = 64 + 32: the warp-group kernel's
+    assert FULL_SPACE.block_n == (16, 32, 64, 96, 128, 160, 192, 256)  # 96 = 64 + 32, 160 = 128 + 32: the warp-group
+    # kernel's
     assert AMD_SPACE.block_m == AMD_SPACE.block_n == (16, 32, 64, 128, 256)
     assert FULL_SPACE.block_k == (16, 32, 64, 128, 256)
     assert FULL_SPACE.group_m == (1, 4, 8, 16, 32)
     assert FULL_SPACE.split_k == (1, 2, 4, 8, 16)
-    assert FULL_SPACE.num_warps == (1, 2, 4, 8, 12)  # 12: the warp-group kernel's three consumer warp groups
+    assert FULL_SPACE.num_warps == (1, 2, 4, 8, 12, 16)  # the warp-group kernel's three and four consumer warp groups
     assert AMD_SPACE.num_warps == (1, 2, 4, 8)
     assert FULL_SPACE.num_stages == (1, 2, 3, 4, 5)
-    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12),
+    assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12, 16),
                                     warp_groups=(0, 1), persistent_tma=(0, 1),
                                     warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                                     fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
@@ -42,16 +43,16 @@ def test_full_space_bounds():
     assert (min(FULL_SPACE.block_m), max(FULL_SPACE.block_m)) == (16, 256)
     assert (min(FULL_SPACE.group_m), max(FULL_SPACE.group_m)) == (1, 32)
     assert (min(FULL_SPACE.split_k), max(FULL_SPACE.split_k)) == (1, 16)
-    assert (min(FULL_SPACE.num_warps), max(FULL_SPACE.num_warps)) == (1, 12)
+    assert (min(FULL_SPACE.num_warps), max(FULL_SPACE.num_warps)) == (1, 16)
     assert (min(FULL_SPACE.num_stages), max(FULL_SPACE.num_stages)) == (1, 5)
 
 
 def test_full_space_len_matches_configs():
     tiles = FULL_SPACE.tile_configs()
-    # 131,250 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert len(tiles) == len(set(tiles)) == 787_500
+    # 180,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert len(tiles) == len(set(tiles)) == 1_080_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
-    assert tiles[-1] == Config(256, 256, 256, 32, 16, 12, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    assert tiles[-1] == Config(256, 256, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
     # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
@@ -59,7 +60,7 @@ def test_full_space_len_matches_configs():
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
                                            for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
                                            for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
-    assert len(FULL_SPACE) == 130 * 787_500
+    assert len(FULL_SPACE) == 130 * 1_080_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
                             warp_groups=(0,))
