@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from operator import itemgetter
 
 from prune.config import Config
 from prune.device import DeviceProfile
@@ -21,10 +23,6 @@ class PruneResult:
     removed_by_rule: dict[str, int]  # configs each rule removed first, in rule order
 
 
-def _first_failed(rules: tuple[Rule, ...], problem: GemmProblem, config: Config, device: DeviceProfile) -> Rule | None:
-    return next((rule for rule in rules if not rule.keep(problem, config, device)), None)
-
-
 def _one_group_order(rule: Rule, group_values: tuple[int, ...]) -> Rule:
     """The group_m rule's other half, which needs the space's GROUP_SIZE_M values: of those that group every row of
     tiles (all alike), only the smallest is kept."""
@@ -41,27 +39,74 @@ def prune(
     `rules` never look at the kernel-family knobs, so they are checked once per tile config and a
     failure removes all its family variants; `family_rules` then check each variant. The outcome is
     that of checking every config of the space against `rules + family_rules` in order, the group_m rule
-    completed with the space's GROUP_SIZE_M values (_one_group_order)."""
+    completed with the space's GROUP_SIZE_M values (_one_group_order); a rule that names the fields it reads
+    (Rule.reads) is asked once per combination of their values, its answer then reused."""
     removed = {rule.name: 0 for rule in rules + family_rules}
     families = space.families()
     kept: list[Config] = []
     rules = tuple(_one_group_order(rule, space.group_m) if rule.name == GROUP_RULE else rule for rule in rules)
     group_rule = next((rule for rule in rules if rule.name == GROUP_RULE), None)
-    for tile in space.tile_configs():
-        failed = _first_failed(rules, problem, tile, device)
+    names, combinations = space.tile_values()
+    knob_names = tuple(families[0]) if families else ()
+    tile_checks = [_Check(rule, names) for rule in rules]
+    family_checks = [_Check(rule, names + knob_names) for rule in family_rules]
+    family_knobs = [tuple(family.values()) for family in families]
+    for values in combinations:
+        # Most configs fail a rule that has answered for their values of its fields before: no Config is built for
+        # them (the full space holds a million tile configs, each in 130 families; building every one took most of a
+        # prune's time).
+        def build_tile(values=values):
+            return Config.from_checked(dict(zip(names, values)))
+        failed, tile = _first_failed(tile_checks, problem, device, values, build_tile)
         if failed is not None:
             removed[failed.name] += len(families)
             continue
-        for family in families:
-            config = tile.with_family(family) if any(family.values()) else tile
-            failed = _first_failed(family_rules, problem, config, device)
-            if failed is None and config.SWAP_AB and group_rule and not group_rule.keep(problem, config, device):
-                failed = group_rule  # C^T's rows of tiles run along N: the tile check counted M's
+        tile = tile if tile is not None else build_tile()
+        for family, knobs in zip(families, family_knobs):
+            def variant(family=family, knobs=knobs):
+                return tile.with_family(family) if any(knobs) else tile
+            failed, config = _first_failed(family_checks, problem, device, values + knobs, variant)
+            if failed is None:
+                if config is None:
+                    config = variant()
+                if config.SWAP_AB and group_rule and not group_rule.keep(problem, config, device):
+                    failed = group_rule  # C^T's rows of tiles run along N: the tile check counted M's
             if failed is None:
                 kept.append(config)
             else:
                 removed[failed.name] += 1
     return PruneResult(kept, len(space), removed)
+
+
+class _Check:
+    """One rule, with its answers by the values of the fields it reads (Rule.reads) among the fields `names` that
+    the pruner walks; a field it reads that is not among them (a family knob, at the tile stage) is off throughout.
+    A rule that does not say what it reads is asked for every config."""
+
+    def __init__(self, rule: Rule, names: tuple[str, ...]):
+        self.rule = rule
+        positions = [names.index(field) for field in rule.reads if field in names]
+        self.key = (itemgetter(*positions) if positions else lambda values: ()) if rule.reads else None
+        self.answers: dict[object, bool] = {}
+
+
+def _first_failed(checks: list[_Check], problem: GemmProblem, device: DeviceProfile, values: tuple,
+                  config_of: Callable[[], Config]) -> tuple[Rule | None, Config | None]:
+    """The first rule of `checks` the config with these field values fails (None if none), and the config where it
+    had to be built (config_of builds it) to ask a rule that had not answered for such values before."""
+    config = None
+    for check in checks:
+        key = check.key(values) if check.key else None
+        answer = check.answers.get(key)  # never holds None: a rule that names no fields is asked every time
+        if answer is None:
+            if config is None:
+                config = config_of()
+            answer = check.rule.keep(problem, config, device)
+            if check.key:
+                check.answers[key] = answer
+        if not answer:
+            return check.rule, config
+    return None, config
 
 
 __all__ = ["FAMILY_RULES", "FULL_SPACE", "RULES", "Config", "DeviceProfile", "PruneResult", "RangeSpace", "prune"]

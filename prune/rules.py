@@ -537,30 +537,44 @@ class Rule:
     name: str
     description: str
     keep: Callable[[GemmProblem, Config, DeviceProfile], bool]
+    # The config fields `keep` reads, where known: configs that agree on them get the same answer, so the pruner asks
+    # once per combination of their values (tests check that no other field changes an answer). Empty: any field.
+    reads: tuple[str, ...] = ()
+
+
+TILE = ("BLOCK_SIZE_M", "BLOCK_SIZE_N")
 
 
 RULES: tuple[Rule, ...] = (
     # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel only
     Rule("warp_group_tiles", "num_warps 12 only for 192-row tiles of compound width, 16 for 256-row ones at most "
          f"{WIDEST_OF_FOUR_WARP_GROUPS} wide (the warp-group kernel's three and four consumer warp groups), BLOCK_N 96 "
-         "only with 12", _warp_group_tiles),
+         "only with 12", _warp_group_tiles, (*TILE, "num_warps")),
     # next: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
-    Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k),
-    Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction),
+    Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k,
+         ("SPLIT_K", "FUSED_REDUCE")),
+    Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction,
+         (*TILE, "BLOCK_SIZE_K", "num_warps", "matrix_instr_nonkdim", "kpack")),
     Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs)",
-         _k_tiling),
-    Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids),
+         _k_tiling, ("BLOCK_SIZE_K", "SPLIT_K")),
+    Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids,
+         (*TILE, "SPLIT_K", "SWAP_AB")),
     Rule("group_m", "GROUP_M=1 where one row of tiles; of the GROUP_M values that group every row, the smallest",
-         _group_m),
-    Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory),
-    Rule("registers", "fp32 accumulator <= half the registers of a thread", _accumulator_registers),
-    Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized),
-    Rule("large_gemm", "when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= 32, num_warps >= 4", _large_gemm),
-    Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop),
+         _group_m, ("BLOCK_SIZE_M", "GROUP_SIZE_M", "SWAP_AB")),
+    Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory,
+         (*TILE, "BLOCK_SIZE_K", "num_stages")),
+    Rule("registers", "fp32 accumulator <= half the registers of a thread", _accumulator_registers,
+         (*TILE, "num_warps")),
+    Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized, TILE),
+    Rule("large_gemm", "when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= 32, num_warps >= 4", _large_gemm,
+         (*TILE, "BLOCK_SIZE_K", "num_warps")),
+    Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop,
+         ("num_stages", "BLOCK_SIZE_K", "SPLIT_K")),
     Rule("clusters", "num_ctas > 1 only where the GPU launches thread-block clusters (NVIDIA compute capability 9+)",
-         _clusters),
+         _clusters, ("num_ctas",)),
     Rule("static_shape", f"STATIC_SHAPE only where tiles*SPLIT_K <= SMs and K takes <= {STATIC_SHAPE_MAX_K_ITERATIONS} "
-         "iterations (launch-bound)", _static_shape_where_launch_bound),
+         "iterations (launch-bound)", _static_shape_where_launch_bound,
+         ("STATIC_SHAPE", *TILE, "SWAP_AB", "SPLIT_K", "BLOCK_SIZE_K")),
 )
 
 # Rules about the kernel family knobs (PERSISTENT_TMA, WARP_SPECIALIZE, EPILOGUE_SUBTILE, STREAM_K). They run after
@@ -569,17 +583,23 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("warp_groups", "WARP_GROUPS only on Hopper (compute capability 9.0) with Gluon: 16-bit inputs of one dtype, "
          f"row-major A, BLOCK_M 128|192|256 with {WARP_GROUP_ROWS // 16} warps per {WARP_GROUP_ROWS} rows, BLOCK_N of "
          f"two parts (the narrower >= {WARP_GROUP_LEAST_EXTRA}), BLOCK_K of 64|128 bytes, no SPLIT_K or clusters, "
-         "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 and 16 for nothing else", _warp_groups),
+         "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 and 16 for nothing else", _warp_groups,
+         ("WARP_GROUPS", *TILE, "BLOCK_SIZE_K", "SPLIT_K", "num_warps", "num_stages", "num_ctas")),
     # next: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
     Rule("compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
          f"{COMPOUND_LEAST_PART} ({WARP_GROUP_LEAST_EXTRA} with WARP_GROUPS), whole tiles (no SPLIT_K, STREAM_K, "
          f"NARROW_EDGE), no clusters or WARP_SPECIALIZE, where its waves at {COMPOUND_TILE_COST}x cost less than those "
          "of the power-of-two tiles around it",
-         _compound_tile),
-    Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware),
-    Rule("static_shape_plain", "STATIC_SHAPE only in the plain family (not with PERSISTENT_TMA)", _static_shape_plain),
+         _compound_tile, (*TILE, "PERSISTENT_TMA", "SPLIT_K", "STREAM_K", "NARROW_EDGE", "WARP_SPECIALIZE", "num_ctas",
+                          "WARP_GROUPS", "SWAP_AB")),
+    Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware,
+         ("PERSISTENT_TMA",)),
+    Rule("static_shape_plain", "STATIC_SHAPE only in the plain family (not with PERSISTENT_TMA)", _static_shape_plain,
+         ("STATIC_SHAPE", "PERSISTENT_TMA")),
     Rule("tma_tile", "TMA family: 16- or 8-bit inputs (no fp32), SPLIT_K=1 or FUSED_REDUCE, BLOCK_M,N >= 64, "
-         "BLOCK_K >= 128 bytes, num_warps 4|8, num_stages >= 2", _tma_tile),
+         "BLOCK_K >= 128 bytes, num_warps 4|8, num_stages >= 2", _tma_tile,
+         ("PERSISTENT_TMA", "WARP_GROUPS", *TILE, "BLOCK_SIZE_K", "SPLIT_K", "FUSED_REDUCE", "num_warps",
+          "num_stages")),
     Rule("tma_split_k", "TMA family with SPLIT_K > 1: only where half the split would leave an SM idle, no STREAM_K, "
          "NARROW_EDGE, clusters or WARP_SPECIALIZE", _tma_split_k),
     Rule("epilogue_subtile", "EPILOGUE_SUBTILE only with BLOCK_N >= 128", _epilogue_subtile),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 
 from prune.config import (
@@ -60,13 +61,19 @@ class RangeSpace:
                 for values in itertools.product(*(getattr(self, field) for field in _FAMILY_FIELDS))
                 if (values[0] or not any(values[1:])) and not (values[-1] and any(values[1:-1]))]
 
-    def tile_configs(self) -> list[Config]:
-        """Every combination of the other fields, with the family knobs off (each value checked once)."""
+    def tile_values(self) -> tuple[tuple[str, ...], Iterator[tuple]]:
+        """The config fields but the family knobs, and every combination of their values in tile_configs' order (each
+        value checked once): what the pruner walks without building a Config for each."""
         ranges = self._ranges()
         for field, values in ranges.items():
             for value in values:
                 check_field(field, value)
-        return [Config.from_checked(dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
+        return tuple(ranges), itertools.product(*ranges.values())
+
+    def tile_configs(self) -> list[Config]:
+        """Every combination of the other fields, with the family knobs off."""
+        names, combinations = self.tile_values()
+        return [Config.from_checked(dict(zip(names, values))) for values in combinations]
 
     def configs(self) -> list[Config]:
         return [tile.with_family(family) for tile in self.tile_configs() for family in self.families()]

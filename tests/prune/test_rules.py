@@ -3,6 +3,7 @@ taken from the DeviceProfile; prune() accounts for every config of the space."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -873,3 +874,69 @@ def test_pruning_keeps_warp_group_configs_only_on_a_gpu_that_runs_them():
     assert {config.BLOCK_SIZE_M for config in warp_group} == {128, 192, 256}  # two, three and four warp groups
     assert not any(config.num_warps in (12, 16) and not config.WARP_GROUPS for config in kept)
     assert not any(config.WARP_GROUPS for config in prune(problem(3072, 1536, 4096), IP).configs)
+
+
+# Every value each config field takes in some space (the AMD knobs, clusters and stream-K are opt-in or AMD's).
+FIELD_VALUES = {
+    "BLOCK_SIZE_M": FULL_SPACE.block_m, "BLOCK_SIZE_N": FULL_SPACE.block_n, "BLOCK_SIZE_K": FULL_SPACE.block_k,
+    "GROUP_SIZE_M": FULL_SPACE.group_m, "SPLIT_K": FULL_SPACE.split_k, "num_warps": FULL_SPACE.num_warps,
+    "num_stages": FULL_SPACE.num_stages, "num_ctas": (1, 2), "waves_per_eu": (None, 0, 2),
+    "matrix_instr_nonkdim": (None, 16, 32), "kpack": (None, 1, 2), "schedule_hint": (None, "none"),
+    "STATIC_SHAPE": (0, 1), "FUSED_REDUCE": (0, 1, ATOMIC_REDUCE), "PERSISTENT_TMA": (0, 1), "WARP_SPECIALIZE": (0, 1),
+    "EPILOGUE_SUBTILE": (0, 1), "STREAM_K": (0, 1, SPLIT_TAIL), "SWAP_AB": (0, 1), "ALIGN_ROWS": (0, 1),
+    "NARROW_EDGE": (0, 1, FUSED_EDGE, SPLIT_EDGE), "WARP_GROUPS": (0, 1),
+}
+READS_CASES = [(BIG, IP), (SKINNY, HOPPER), (ODD, IP), (problem(4095, 4097, 1023), HOPPER),
+               (problem(3072, 1536, 4096, "bf16", col_b=True), HOPPER), (problem(3000, 5000, 4096, "fp8"), HOPPER),
+               (problem(128, 256, 65536), SMALL_GPU), (replace(MID, bias=True), HOPPER),
+               (problem(256, 512, 16384), HOPPER),  # TMA configs with split K
+               (problem(3072, 1024, 4096), HOPPER)]  # 192x128 tiles fill one wave of C, two of C^T
+
+
+# A space small enough to prune by asking every rule of every config, with each kind of tile the rules tell apart.
+RICH_SPACE = RangeSpace(block_m=(64, 192, 256), block_n=(96, 128, 160), block_k=(16, 32, 64), group_m=(1, 8),
+                        split_k=(1, 2), num_warps=(4, 8, 12, 16), num_stages=(2, 4), static_shape=(0, 1),
+                        fused_reduce=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1), swap_ab=(0, 1),
+                        narrow_edge=(0, FUSED_EDGE), warp_groups=(0, 1))
+
+
+def _random_configs(rng: random.Random, count: int) -> list[Config]:
+    configs = []
+    while len(configs) < count:
+        try:
+            configs.append(Config(**{field: rng.choice(values) for field, values in FIELD_VALUES.items()}))
+        except ValueError:  # a combination Config refuses (WARP_GROUPS without PERSISTENT_TMA, ...)
+            continue
+    return configs
+
+
+def test_field_values_name_every_config_field():
+    assert set(FIELD_VALUES) == set(Config.field_names())
+
+
+@pytest.mark.parametrize("rule", [rule for rule in RULES + FAMILY_RULES if rule.reads], ids=lambda rule: rule.name)
+def test_a_rule_reads_no_field_but_those_it_names(rule):
+    # the pruner asks a rule once per combination of values of the fields it names (Rule.reads): a field it does not
+    # name must not change its answer, else configs would be kept or removed on another config's answer. Random
+    # configs fail most rules whatever one field holds; configs pruning kept sit where one field can tip a rule.
+    rng = random.Random(rule.name)
+    others = [field for field in FIELD_VALUES if field not in rule.reads]
+    for p, device in READS_CASES:
+        kept = prune(p, device, RICH_SPACE).configs
+        for config in _random_configs(rng, 100) + rng.sample(kept, min(len(kept), 100)):
+            answer = rule.keep(p, config, device)
+            for field in others:
+                try:
+                    changed = replace(config, **{field: rng.choice(FIELD_VALUES[field])})
+                except ValueError:
+                    continue
+                assert rule.keep(p, changed, device) == answer, (rule.name, p, config, field, changed)
+
+
+@pytest.mark.parametrize("p, device", READS_CASES[:6])
+def test_pruning_by_remembered_answers_keeps_what_asking_every_config_keeps(p, device):
+    unread = tuple(replace(rule, reads=()) for rule in RULES), tuple(replace(rule, reads=()) for rule in FAMILY_RULES)
+    remembered, asked = prune(p, device, RICH_SPACE), prune(p, device, RICH_SPACE, *unread)
+    assert remembered.configs == asked.configs  # the same configs in the same order
+    assert remembered.removed_by_rule == asked.removed_by_rule
+    assert len(asked.configs) < len(RICH_SPACE)
