@@ -6,8 +6,8 @@
 # parts of a compound tile (192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32) and stores them through
 # TMA. Triton's own compiler splits every part of a compound tile between all the warp groups, and
 # the 64-row parts then run as matrix instructions 32 or 64 columns wide; here every instruction is
-# as wide as its part. The generator
-# copies this source after the TMA family into generated modules that hold WARP_GROUPS configs.
+# as wide as its part. The generator copies this source after the TMA family into generated modules
+# that hold WARP_GROUPS configs.
 # ---------------------------------------------------------------------------------------------
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -55,11 +55,10 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
 
     A tile is BLOCK_SIZE_M (64 per consumer warp group: 128, 192 or 256) by the widths of b_desc's and b_right's
     blocks, its left and right column parts (block_parts: 192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32). A is
-    row-major; B is read through b_desc and
-    b_right either as it is, blocks of [BLOCK_K, part], or, column-major, through its transpose, blocks of
-    [part, BLOCK_K]. c_desc and c_right store a warp group's 64 rows of the two parts. Reads past the edges return
-    zeros, stores past them are dropped, so M, N and K need no masks. bias_ptr is None or a vector with one value per
-    row of C."""
+    row-major; B is read through b_desc and b_right either as it is, blocks of [BLOCK_K, part], or, column-major,
+    through its transpose, blocks of [part, BLOCK_K]. c_desc and c_right store a warp group's 64 rows of the two
+    parts. Reads past the edges return zeros, stores past them are dropped, so M, N and K need no masks. bias_ptr is
+    None or a vector with one value per row of C."""
     WARP_GROUPS: gl.constexpr = BLOCK_SIZE_M // GROUP_ROWS
     gl.static_assert(WARP_GROUPS >= 2 and WARP_GROUPS <= 4, "two to four consumer warp groups")
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
