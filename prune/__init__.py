@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from operator import itemgetter
 
-from prune.config import Config
+from prune.config import HOPPER_KNOBS, Config
 from prune.device import DeviceProfile
 from prune.rules import FAMILY_RULES, RULES, Rule, repeats_group_order
 from prune.space import FULL_SPACE, RangeSpace
@@ -47,9 +47,8 @@ def prune(
     rules = tuple(_one_group_order(rule, space.group_m) if rule.name == GROUP_RULE else rule for rule in rules)
     group_rule = next((rule for rule in rules if rule.name == GROUP_RULE), None)
     names, combinations = space.tile_values()
-    knob_names = tuple(families[0]) if families else ()
     tile_checks = [_Check(rule, names) for rule in rules]
-    family_checks = [_Check(rule, names + knob_names) for rule in family_rules]
+    family_checks = [_Check(rule, names + HOPPER_KNOBS) for rule in family_rules]  # each family's knobs, in order
     family_knobs = [tuple(family.values()) for family in families]
     for values in combinations:
         # Most configs fail a rule that has answered for their values of its fields before: no Config is built for
@@ -86,7 +85,12 @@ class _Check:
     def __init__(self, rule: Rule, names: tuple[str, ...]):
         self.rule = rule
         positions = [names.index(field) for field in rule.reads if field in names]
-        self.key = (itemgetter(*positions) if positions else lambda values: ()) if rule.reads else None
+        if not rule.reads:
+            self.key = None
+        elif positions:
+            self.key = itemgetter(*positions)
+        else:  # it reads only knobs that are off here: one answer for all
+            self.key = lambda values: ()
         self.answers: dict[object, bool] = {}
 
 
