@@ -75,24 +75,27 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
         mbarrier.init(ready.index(stage), count=1)
         mbarrier.init(free.index(stage), count=WARP_GROUPS)
     fence_async_shared()
-    # Partitions get their arguments as run-time values, constants included: each reads the tile's shape from the
-    # shapes of the buffers itself (a helper's returned constants come back as run-time values too), and GROUP_SIZE_M
-    # arrives as a number.
+    # Partitions get their operands as run-time values: each reads the tile's shape from the shapes of the buffers
+    # itself (a helper's returned constants come back as run-time values too), and GROUP_SIZE_M arrives as a number.
+    # A constant written into a partition's own argument tuple stays a constant: each consumer's warp group, so that
+    # its ring and staging indices are fixed when it compiles.
     consumer_args = (c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready,
                      free, M, N, K, stride_bias, GROUP_SIZE_M)
     loader_args = (a_desc, b_desc, b_right, a_ring, b_ring, b_right_ring, ready, free, M, N, K, GROUP_SIZE_M)
     if WARP_GROUPS == 4:
-        gl.warp_specialize([(first_consumer, consumer_args), (second_consumer, consumer_args),
-                            (third_consumer, consumer_args), (fourth_consumer, consumer_args), (loader, loader_args)],
+        gl.warp_specialize([(consumer, (consumer_args, 0)), (consumer, (consumer_args, 1)),
+                            (consumer, (consumer_args, 2)), (consumer, (consumer_args, 3)),
+                            (loader, loader_args)],
                            [4, 4, 4, 1],
                            [CONSUMER_REGISTERS_OF_FOUR, CONSUMER_REGISTERS_OF_FOUR, CONSUMER_REGISTERS_OF_FOUR,
                             LOADER_REGISTERS_OF_FOUR])
     elif WARP_GROUPS == 3:
-        gl.warp_specialize([(first_consumer, consumer_args), (second_consumer, consumer_args),
-                            (third_consumer, consumer_args), (loader, loader_args)],
+        gl.warp_specialize([(consumer, (consumer_args, 0)), (consumer, (consumer_args, 1)),
+                            (consumer, (consumer_args, 2)), (loader, loader_args)],
                            [4, 4, 1], [CONSUMER_REGISTERS, CONSUMER_REGISTERS, LOADER_REGISTERS])
     else:
-        gl.warp_specialize([(first_consumer, consumer_args), (second_consumer, consumer_args), (loader, loader_args)],
+        gl.warp_specialize([(consumer, (consumer_args, 0)), (consumer, (consumer_args, 1)),
+                            (loader, loader_args)],
                            [4, 1], [CONSUMER_REGISTERS, LOADER_REGISTERS])
 
 
@@ -137,10 +140,11 @@ def loader(a_desc, b_desc, b_right, a_ring, b_ring, b_right_ring, ready, free, M
 
 
 @gluon.jit
-def consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
-             K, stride_bias, group_size_m, GROUP: gl.constexpr):
+def consumer(operands, GROUP: gl.constexpr):
     """Warp group GROUP: for every tile of this program, multiply its 64 rows by both column parts over all K tiles,
     each product one warpgroup MMA as wide as its part, then add the bias and store the two parts."""
+    (c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N, K,
+     stride_bias, group_size_m) = operands
     STAGES: gl.constexpr = b_ring.type.shape[0]
     WARP_GROUPS: gl.constexpr = a_ring.type.shape[0] // STAGES
     B_COL: gl.constexpr = b_ring.type.shape[1] != b_right_ring.type.shape[1]
@@ -198,35 +202,6 @@ def add_bias(acc, bias_ptr, off_m, M, stride_bias, layout: gl.constexpr):
     rows = off_m + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, layout))
     bias = gl.load(bias_ptr + rows * stride_bias, mask=rows < M, other=0.0)
     return acc + bias.to(gl.float32)[:, None]
-
-
-# A partition is a function of its arguments alone: one per consumer warp group, each naming its group.
-@gluon.jit
-def first_consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free,
-                   M, N, K, stride_bias, group_size_m):
-    consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
-             K, stride_bias, group_size_m, 0)
-
-
-@gluon.jit
-def second_consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free,
-                    M, N, K, stride_bias, group_size_m):
-    consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
-             K, stride_bias, group_size_m, 1)
-
-
-@gluon.jit
-def third_consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free,
-                   M, N, K, stride_bias, group_size_m):
-    consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
-             K, stride_bias, group_size_m, 2)
-
-
-@gluon.jit
-def fourth_consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free,
-                    M, N, K, stride_bias, group_size_m):
-    consumer(c_desc, c_right, bias_ptr, a_ring, b_ring, b_right_ring, c_staging, c_right_staging, ready, free, M, N,
-             K, stride_bias, group_size_m, 3)
 
 
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
