@@ -230,7 +230,11 @@ def warp_group_operands(config: TileConfig, a, b_read, c, b_col: bool) -> tuple:
 def launch_warp_groups(kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
     """Write A @ B (+ bias per row) into C with one warp-group config: A and C row-major, B either way, each matrix's
     rows 16-byte aligned as the copy engine needs. The pruner keeps such configs only for 16-bit inputs (no scales),
-    a row-major A and aligned rows (prune.rules warp_groups); a scale or a column-major A raises ValueError."""
+    a row-major A and aligned rows (prune.rules warp_groups); a scale or a column-major A raises ValueError, and so
+    does the Triton interpreter, which does not run Gluon."""
+    if INTERPRETED:
+        raise ValueError("the warp-group kernel is Gluon, which the Triton interpreter does not run: it needs a "
+                         "Hopper GPU")
     if scale_a is not None or scale_b is not None:
         raise ValueError("the warp-group kernel takes 16-bit inputs, which have no scales")
     if is_column_major(a) or a.stride(1) != 1:

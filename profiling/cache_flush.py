@@ -1,4 +1,5 @@
-"""`--icache_flush`: a cache flush run before every timed launch, outside the time measured.
+"""The cache flush run before a timed launch, outside the time measured: before those of the round that picks the
+winner by default, before every timed launch with `--flush all` or the ROCm script's `--icache_flush`.
 
 The ROCm script invalidates AMD's instruction cache (s_icache_inv through hip-python) before each
 launch. Nothing equivalent is open to user code on NVIDIA, and we do not depend on hip-python, so
@@ -13,9 +14,9 @@ The flush kernel is named FLUSH_KERNEL so that timers and profiler parsers can d
 from __future__ import annotations
 
 FLUSH_KERNEL = "tune_gemm_cache_flush"
-# Floor on the buffer, for the interpreter (no L2 given): enough to run the kernel, cheap on a CPU.
-MIN_FLUSH_BYTES = 1 << 20
 _BLOCK = 8192  # int32 elements written per program
+# Floor on the buffer, for the interpreter (no L2 given): one program's worth, about a millisecond a flush there.
+MIN_FLUSH_BYTES = _BLOCK * 4
 
 
 def flush_bytes(l2_bytes: int) -> int:

@@ -156,13 +156,13 @@ def benchmark_config(problem: GemmProblem, config: Config, settings: TuneSetting
         clean_up(settings, module, scratch)
 
 
-def report_entry(row: BenchmarkRow, gpu: str, profiler: str, iters: int) -> dict:
+def report_entry(row: BenchmarkRow, gpu: str, profiler: str, iters: int, l2_flushed: bool) -> dict:
     """One report entry: a results-file entry plus the check, or the size, config and failure."""
     if row.time_us is None:
         size, dtypes = problem_fields(row.problem)
         return {**size, **row.config.as_dict(), **dtypes, "gpu": gpu, "profiler": profiler, "failure": row.failure}
     mapping = ResultEntry(row.problem, row.config, row.time_us, row.problem.tflops(row.time_us), gpu, profiler,
-                          row.matmul_time_us).to_mapping()
+                          row.matmul_time_us, l2_flushed).to_mapping()
     return {**mapping, "iters": iters, "relative_error": float(f"{row.error:.3g}"), "correct": row.correct}
 
 
@@ -213,7 +213,8 @@ def run_benchmark(requests: list[SizeRequest], args: argparse.Namespace, default
                 rows.append(benchmark_config(request.problem, config, settings, device, console.print))
             console.print(entry_line(rows[-1]), markup=False)
             if report is not None:  # rewritten after each entry: an interrupted run keeps what it measured
-                write_entries(report, [report_entry(row, device.name, settings.profiler.name, settings.iters)
+                flushed = settings.flushes(final=True)
+                write_entries(report, [report_entry(row, device.name, settings.profiler.name, settings.iters, flushed)
                                        for row in rows])
     console.print(benchmark_table(rows))
     if settings.interpret:

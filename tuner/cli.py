@@ -81,8 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how timing inputs are filled (checks always use randn)")
     parser.add_argument("--rotating_tensor", type=int, metavar="MB",
                         help="total MB of the input sets launches rotate over (0: one set; default: past twice the L2)")
+    parser.add_argument("--flush", choices=run_knobs.FLUSHES,
+                        help="which timed launches run right after an L2 flush (overwriting twice its size): final "
+                             "(default): those of the round that picks the winner, and --benchmark's; all: every "
+                             "round's; none")
     parser.add_argument("--icache_flush", action="store_true",
-                        help="flush the cache before every timed launch (on GPUs: L2, by overwriting twice its size)")
+                        help="the ROCm script's flag: flush before every timed launch of every round (--flush all)")
     parser.add_argument("--bias_vector", action="store_true", help="C = A @ B + bias, one bias value per row of C")
     parser.add_argument("--time_breakdown", action="store_true",
                         help="print each size's compile / profile / post-process seconds")
@@ -244,7 +248,7 @@ def _tune_sizes(requests: list[SizeRequest], args: argparse.Namespace, settings:
             continue
         record(args.tuning_results_file, ResultEntry(
             problem, outcome.winner, outcome.winner_time_us, problem.tflops(outcome.winner_time_us), done.gpu,
-            settings.profiler.name, outcome.matmul_time_us))
+            settings.profiler.name, outcome.matmul_time_us, outcome.searched.flushed))
         discard(outcome.checkpoint)  # recorded: nothing left to resume
         keep_timings(args.report, outcome)
         timed += outcome.searched.timed
@@ -299,7 +303,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         config_timeout=args.config_timeout or config_timeout_for(args.interpret, not args.no_warmup),
         verbose=args.verbose, precompile=not args.no_warmup,
         init_type=args.init_type, rotating_bytes=run_knobs.rotating_bytes(args.rotating_tensor, device.memory_bytes),
-        cache_flush=args.icache_flush, child_env=pinning_env(gpus.first, device.vendor) if pinned else {},
+        cache_flush=run_knobs.flush_rounds(args.flush, args.icache_flush),
+        child_env=pinning_env(gpus.first, device.vendor) if pinned else {},
     )
     for line in (gpus.note, run_knobs.ZEROS_WARNING if args.init_type == "zeros" else None):
         if line:

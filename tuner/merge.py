@@ -46,10 +46,13 @@ def final_round(problem: GemmProblem, names: list[str], device: DeviceProfile, s
         table = profiled.timings
         if table.empty:
             raise SizeFailed(f"none of the {len(ready)} finalists produced a timing in the final round")
+        seconds = {"compile": compiled.seconds, **profiled.seconds}
+        searched = SearchOutcome(compiled, profiled.outcome, table, profiled.matmul_time_us, rounds=[],
+                                 timed=len(table), seconds=seconds, flushed=profiled.flushed)
         outcome = SizeOutcome(problem=problem, candidates=len(names), space_size=len(names), compiled=compiled,
                               profiled=profiled.outcome, timings=table, winner=Config.parse(table.loc[0, "config"]),
                               winner_time_us=float(table.loc[0, "time_us"]), matmul_time_us=profiled.matmul_time_us,
-                              seconds={"compile": compiled.seconds, **profiled.seconds})
+                              seconds=seconds, searched=searched)
         if compare:
             compare_winner(outcome, module, scratch, settings, stages)
         return outcome
@@ -108,7 +111,7 @@ class SplitSize:
         searched = SearchOutcome(compiled, profiled, final.timings, final.matmul_time_us,
                                  rounds=[r for o in chunks if o.searched for r in o.searched.rounds],
                                  timed=sum(o.searched.timed for o in chunks if o.searched), seconds=dict(seconds),
-                                 note="; ".join(notes) or None)
+                                 note="; ".join(notes) or None, flushed=bool(final.searched and final.searched.flushed))
         return SizeOutcome(problem=final.problem, candidates=sum(o.candidates for o in chunks),
                            space_size=chunks[0].space_size, compiled=compiled, profiled=profiled,
                            timings=final.timings, winner=final.winner, winner_time_us=final.winner_time_us,

@@ -31,6 +31,7 @@ from tuner.errors import UserError
 from tuner.order import visiting_order
 from tuner.problem import GemmProblem
 from tuner.progress import Stages
+from tuner.run_knobs import DEFAULT_FLUSH, FLUSHES
 from tuner.search import SearchFailed, SearchOutcome, checkpoint_key, part_paths, run_search, timing_job
 
 
@@ -54,7 +55,7 @@ class TuneSettings:
     precompile: bool = True  # the compile stage; --no_warmup skips it and kernels compile on first launch
     init_type: str = "randn"  # timing inputs (profiling.job.ChildJob.init_type)
     rotating_bytes: int | None = None  # --rotating_tensor in bytes; None: past twice the L2
-    cache_flush: bool = False  # --icache_flush
+    cache_flush: str = DEFAULT_FLUSH  # --flush / --icache_flush: which rounds flush L2 before each launch (FLUSHES)
     child_env: dict[str, str] = field(default_factory=dict)  # environment of every child (its pinned GPU)
 
     @property
@@ -63,6 +64,14 @@ class TuneSettings:
         start-up is seconds of imports and profiler start-up; not under the interpreter, whose children start
         quickly and whose machines (CI) have few cores to spare."""
         return not self.interpret
+
+    def __post_init__(self) -> None:
+        if self.cache_flush not in FLUSHES:
+            raise ValueError(f"cache_flush must be one of {FLUSHES}, got {self.cache_flush!r}")
+
+    def flushes(self, final: bool) -> bool:
+        """Whether a round's launches run after an L2 flush: with `final`, the round whose times pick the winner."""
+        return self.cache_flush == "all" or (final and self.cache_flush == "final")
 
 
 PRECOMPILED_HANG_SECONDS = 60.0
@@ -203,14 +212,16 @@ class Profiled:
     timings: pd.DataFrame  # config, time_us, instances: fastest first (baseline and failed configs excluded)
     matmul_time_us: float | None  # torch.matmul on the same inputs, same timer
     seconds: dict[str, float]  # "profile" and "post-process" wall seconds
+    flushed: bool  # every launch timed right after an L2 flush
 
 
 def profile_configs(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,
                     log=print) -> Profiled:
-    """Time the compiled configs `names` of a module and torch.matmul in child processes; one time each."""
+    """Time the compiled configs `names` of a module and torch.matmul in child processes; one time each, taken as
+    the run times the round that picks a winner (after L2 flushes by default)."""
     started = time.perf_counter()
     job = timing_job(module, settings, device, scratch / "timings.csv", scratch / "progress.txt", names,
-                     settings.warmup, settings.iters, baseline=True)
+                     settings.warmup, settings.iters, baseline=True, final=True)
     try:
         profiled = run_child(job, scratch, settings.interpret, settings.config_timeout,
                              log if settings.verbose else None, settings.profiler.external,
@@ -226,19 +237,24 @@ def profile_configs(module: Path, names: list[str], scratch: Path, settings: Tun
     table = table[(table["config"] != BASELINE_NAME) & ~table["config"].isin(profiled.failed)]
     seconds["post-process"] = time.perf_counter() - started
     return Profiled(profiled, table.reset_index(drop=True),
-                    float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds)
+                    float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds, job.cache_flush)
 
 
 def check_configs(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings,
                   parts: Mapping[str, Path] | None = None) -> dict[str, float]:
     """Relative error of each config (from its part in `parts`, if any) on fresh random inputs (child process);
     a crash counts as inf."""
+    result = _run_check(module, configs, scratch, settings, parts)
+    return {str(c): result.errors.get(str(c), float("inf")) for c in configs}
+
+
+def _run_check(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings,
+               parts: Mapping[str, Path] | None = None) -> ChildOutcome:
     try:
-        result = run_child(_check_job(module, scratch, [str(c) for c in configs], settings, parts), scratch,
-                           settings.interpret, settings.config_timeout, standby=settings.standby_children)
+        return run_child(_check_job(module, scratch, [str(c) for c in configs], settings, parts), scratch,
+                         settings.interpret, settings.config_timeout, standby=settings.standby_children)
     except ChildFailed as failure:
         raise SizeFailed(str(failure)) from None
-    return {str(c): result.errors.get(str(c), float("inf")) for c in configs}
 
 
 def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings, vendor: str) -> float:
@@ -252,7 +268,10 @@ def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings,
         compiled = compile_all(module, [str(config)], 1, settings.interpret)
         if compiled.failed:
             raise SizeFailed(f"config {config} does not compile: {compiled.failed[str(config)]}")
-        return check_configs(module, [config], scratch, settings)[str(config)]
+        checked = _run_check(module, [config], scratch, settings)
+        if str(config) in checked.failed:
+            raise SizeFailed(f"config {config} failed to run: {checked.failed[str(config)]}")
+        return checked.errors[str(config)]
     finally:
         clean_up(settings, module, scratch)
 

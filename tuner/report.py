@@ -13,7 +13,9 @@ TOP = 5
 
 def top_table(outcome: SizeOutcome) -> Table:
     problem = outcome.problem
-    table = Table(title=f"{problem.label}: top {min(TOP, len(outcome.timings))} of {len(outcome.timings)} configs")
+    flushed = ", L2 flushed before each launch" if outcome.searched and outcome.searched.flushed else ""
+    table = Table(title=f"{problem.label}: top {min(TOP, len(outcome.timings))} of {len(outcome.timings)} configs"
+                        f"{flushed}")
     for column, justify in (("#", "right"), ("config", "left"), ("time (us)", "right"), ("TFLOP/s", "right"),
                             ("vs torch.matmul", "right")):
         # a config name is copied into --config_str and results files: never cut it short

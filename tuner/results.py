@@ -2,8 +2,8 @@
 
 An entry holds M N K rowMajorA rowMajorB and the config fields (readable by the ROCm script and
 usable as a sizes-file entry), then what we measured: dtypes (and `bias_vector: true` for a size tuned with
-the bias), GPU, time, TFLOP/s, profiler, the baseline's time (and, when it is not torch.matmul, which baseline:
-`matmul_baseline`, see profiling.baselines).
+the bias), GPU, time, TFLOP/s, profiler, whether the times were taken right after L2 flushes (`l2_flushed`), the
+baseline's time (and, when it is not torch.matmul, which baseline: `matmul_baseline`, see profiling.baselines).
 The file is rewritten atomically after each size, so it is valid YAML at every moment.
 """
 
@@ -33,6 +33,7 @@ class ResultEntry:
     gpu: str
     profiler: str
     matmul_time_us: float | None = None  # torch.matmul on the same inputs, same timer
+    l2_flushed: bool | None = None  # whether both were timed right after an L2 flush (--flush); None: not known
 
     def to_mapping(self) -> dict:
         size, dtypes = problem_fields(self.problem)
@@ -45,6 +46,8 @@ class ResultEntry:
             "tflops": round(self.tflops, 2),
             "profiler": self.profiler,
         }
+        if self.l2_flushed is not None:
+            mapping["l2_flushed"] = self.l2_flushed
         if self.matmul_time_us is not None:
             mapping["matmul_time_us"] = round(self.matmul_time_us, 3)
             label = baseline_label(self.problem)

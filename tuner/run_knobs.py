@@ -1,6 +1,6 @@
 """The ROCm script's run knobs that need more than argparse: `--o`, `--no_warmup`, `--rotating_tensor`,
-`--init_type`. Each function checks one knob's values against the rest of the command line and returns
-what the run uses.
+`--init_type`, `--icache_flush` (with our `--flush`). Each function checks one knob's values against the rest of the
+command line and returns what the run uses.
 """
 
 from __future__ import annotations
@@ -12,6 +12,11 @@ from tuner.errors import UserError
 DEFAULT_RESULTS_FILE = Path("output_tuning.yaml")
 DEFAULT_WARMUP = 5
 INIT_TYPES = ("randn", "hpl", "trig_float", "zeros")  # as gen/matmul_family.py init_values spells them
+# --flush: which timed launches run right after an L2 flush (profiling.cache_flush). "final": those whose times pick
+# the winner (the last round of a search, a --benchmark run), as do_bench, Triton's autotuner, Inductor's max-autotune
+# and benchmarks/bench_gemm.py time; "all": every launch of every round (the ROCm script's --icache_flush); "none".
+FLUSHES = ("final", "all", "none")
+DEFAULT_FLUSH = "final"
 ZEROS_WARNING = ("warning: --init_type zeros times kernels on zeros, which flatters them (less switching "
                  "activity, lower power); correctness checks still use random inputs")
 
@@ -42,3 +47,10 @@ def rotating_bytes(megabytes: int | None, memory_bytes: int) -> int | None:
     if megabytes * 2**20 > memory_bytes:
         raise UserError(f"--rotating_tensor {megabytes} MB is more than the GPU's {memory_bytes // 2**20} MB")
     return megabytes * 2**20
+
+
+def flush_rounds(flush: str | None, icache_flush: bool) -> str:
+    """Which rounds flush L2 before each timed launch: `--flush` (default final), or all with `--icache_flush`."""
+    if icache_flush and flush not in (None, "all"):
+        raise UserError(f"--icache_flush (flush before every launch) and --flush {flush} exclude each other")
+    return "all" if icache_flush else flush or DEFAULT_FLUSH

@@ -12,7 +12,8 @@ config per kernel shape, then the other configs of the best shapes (both compile
 the fastest few side by side. Every round is a checkpoint (tuner.checkpoint): timed configs are written
 there as they come in, so a rerun after an interruption times only the rest.
 `--time_budget S`: once S seconds of a size are spent, no config starts compiling or timing any more,
-and the winner is picked from what was timed.
+and the winner is picked from what was timed. The round that picks the winner times each launch right after an
+L2 flush by default (`--flush`, TuneSettings.flushes); the rounds before it time launches back to back.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class RoundRecord:
     warmup: int
     iters: int
     configs: int  # configs with a time in this round (resumed ones included)
+    final: bool  # the round whose times pick the winner, when it times any
 
 
 @dataclass
@@ -78,6 +80,7 @@ class SearchOutcome:
     timed: int  # configs timed in any round, by this run or the one it resumed
     seconds: dict[str, float] = field(default_factory=dict)
     note: str | None = None  # what the time budget cut short, when it did
+    flushed: bool = False  # the winner's round timed each launch right after an L2 flush
 
 
 def checkpoint_key(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, module: Path) -> dict:
@@ -89,16 +92,17 @@ def checkpoint_key(problem: GemmProblem, device: DeviceProfile, settings: TuneSe
 
 
 def timing_job(module: Path, settings: TuneSettings, device: DeviceProfile, csv_path: Path, progress_path: Path,
-               names: list[str], warmup: int, iters: int, baseline: bool, parts: Mapping[str, Path] | None = None,
-               **streaming) -> ChildJob:
-    """A child's job timing `names` (and torch.matmul when `baseline`) with the run's timer and inputs; each
+               names: list[str], warmup: int, iters: int, baseline: bool, final: bool,
+               parts: Mapping[str, Path] | None = None, **streaming) -> ChildJob:
+    """A child's job timing `names` (and torch.matmul when `baseline`) with the run's timer and inputs, after an L2
+    flush where the run flushes the rounds it belongs to (`final`: the round whose times pick the winner); each
     config is loaded from its part in `parts` when there is one (gen.parts)."""
     external = settings.profiler.external
     return ChildJob(module_path=str(module), timer=settings.profiler.timer, csv_path=str(csv_path),
                     progress_path=str(progress_path), time_configs=names, baseline=baseline, warmup=warmup,
                     iters=iters, markers=external is not None, l2_bytes=0 if settings.interpret else device.l2_bytes,
                     rotating_bytes=settings.rotating_bytes, init_type=settings.init_type,
-                    cache_flush=settings.cache_flush, env=settings.child_env,
+                    cache_flush=settings.flushes(final), env=settings.child_env,
                     batch=CUPTI_BATCH if settings.profiler.timer == "cupti" else 1, parts=part_paths(parts, names),
                     **streaming)
 
@@ -280,7 +284,8 @@ class _Search:
     def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None) -> ChildJob:
         return timing_job(self.module, self.settings, self.device, self.scratch / f"round{spec.index}.csv",
                           self.scratch / f"progress{spec.index}_{chunk}.txt", names, spec.warmup, spec.iters,
-                          baseline, self.parts, ready_path=str(ready or ""), stop_path=str(self.budget.stop_path))
+                          baseline, spec.final, self.parts, ready_path=str(ready or ""),
+                          stop_path=str(self.budget.stop_path))
 
     def timer(self, spec: RoundSpec, state: RoundState, todo: list[str]) -> _RoundTimer:
         stage = "time" if self.settings.search == "exhaustive" else f"time round {spec.index}"
@@ -358,7 +363,7 @@ class _Search:
 
     def record(self, spec: RoundSpec) -> RoundRecord:
         state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
-        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times))
+        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final)
 
     def stops_after(self, spec: RoundSpec) -> bool:
         """No round after this one: it was the last, the time budget is spent, or it was cut short."""
@@ -431,10 +436,13 @@ class _Search:
             note = (f"time budget of {self.settings.time_budget:g} s spent: winner picked from the {len(times)} "
                     f"configs timed in {source} ({self.checkpoint.timed()} of {len(self.names)} configs timed in all)")
         if self.settings.search != "exhaustive":
-            self.log(f"{self.settings.search}: " + ", ".join(f"round {r.index} {r.configs} configs x {r.iters} "
-                                                            "launches" for r in records))
+            self.log(f"{self.settings.search}: " + ", ".join(
+                f"round {r.index} {r.configs} configs x {r.iters} launches"
+                + (" after L2 flushes" if self.settings.flushes(r.final) else "") for r in records))
+        # the times picked are the last round's that timed anything (refine_times, final_times)
+        picked = next(record for record in reversed(records) if record.configs)
         return SearchOutcome(self.compiled, ChildOutcome(failed=self.failed, restarts=self.restarts), table, matmul,
-                             records, self.checkpoint.timed(), self.seconds, note)
+                             records, self.checkpoint.timed(), self.seconds, note, self.settings.flushes(picked.final))
 
 
 def runtime_failures(failed: Mapping[str, str], shown: int = 3) -> str:

@@ -32,6 +32,7 @@ def test_benchmark_runs_a_rocm_file_as_it_is(tmp_path, monkeypatch, capsys):
     for entry in entries:
         assert entry["correct"] is True and entry["relative_error"] <= 1e-2 and entry["iters"] == 2
         assert entry["time_us"] > 0 and entry["matmul_time_us"] > 0 and entry["profiler"] == "host"
+        assert entry["l2_flushed"] is True  # timed as a tuning run's final round is, by default
     # the report is a results file: it drives the next --benchmark or --compare_wo_tuning
     assert [r.problem for r in load_sizes(report, problem(1, 1, 1))] == [problem(24, 40, 48, col_a=True),
                                                                            problem(32, 16, 32, col_b=True)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import torch
 import yaml
 
 from helpers import problem
+from profiling.faults import ENV_VAR
 from prune.config import Config
 from tuner.checkpoint import Checkpoint
 from tuner.cli import main
@@ -68,6 +70,23 @@ def test_compare_wo_tuning_fails_on_a_wrong_entry(tmp_path, monkeypatch, capsys)
     assert "PASS 32x32x32" in out and "FAIL 32x32x32" in out and "3 passed, 1 failed" in out
     assert "PASS 40x24x64 fp16->fp16 TT BM16_BN16_BK16_GM1_SK4_nW4_nS2_FR1" in out
     assert "PASS 70x130x96 fp16->fp16 TT BM64_BN64_BK32_GM1_SK2_nW4_nS2_TMA1_FR1" in out
+
+
+def test_compare_wo_tuning_names_why_an_entry_did_not_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "results.yaml"
+    plain = "{M: 32, N: 32, K: 32, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16}"
+    # recorded on an H100: the interpreter does not run Gluon, so the entry cannot be checked here
+    warp_groups = ("{M: 256, N: 160, K: 64, BLOCK_SIZE_M: 256, BLOCK_SIZE_N: 160, BLOCK_SIZE_K: 32, num_warps: 16, "
+                   "num_stages: 4, PERSISTENT_TMA: 1, WARP_GROUPS: 1}")
+    results.write_text(f"- {plain}\n- {warp_groups}\n")
+    monkeypatch.setenv(ENV_VAR, "BM16_BN16_BK16_GM1_SK1_nW4_nS2=raise")
+    assert main(["--gemm_size_file", str(results), "--compare_wo_tuning", "--interpret"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"FAIL 32x32x32 .* failed to run: InjectedFault", out)
+    assert re.search(r"FAIL 256x160x64 .*_WG1: .* failed to run: ValueError: .*Gluon, which the Triton interpreter "
+                     "does not run", out)
+    assert "0 passed, 2 failed" in out
 
 
 def test_compare_wo_tuning_needs_configs(tmp_path, capsys):

@@ -36,6 +36,7 @@ def test_the_merged_outcome_is_the_final_rounds_with_what_the_chunks_did(tmp_pat
               timed_outcome(SIZE, dict(zip(_names(64, 128), [3.0, 4.0])), checkpoint=tmp_path / "b.json")]
     final = timed_outcome(SIZE, dict(zip(_names(16, 64), [2.5, 2.0])), check_error=1e-4)
     final.seconds = {"compile": 0.5, "profile": 0.25, "compare": 0.125}
+    final.searched.flushed = True  # timed after L2 flushes, unlike the chunks' outcomes
     split = SplitSize(3, chunks, ["a chunk's reason"])
     merged = split.merged(final)
     assert str(merged.winner) == _names(64)[0] and merged.winner_time_us == 2.0  # re-timed: the other chunk's wins
@@ -43,7 +44,7 @@ def test_the_merged_outcome_is_the_final_rounds_with_what_the_chunks_did(tmp_pat
     assert sorted(merged.compiled.compiled) == sorted(_names(16, 32, 64, 128)) and merged.candidates == 4
     assert merged.searched.timed == 4 and merged.checkpoint is None  # the coordinator discards the chunks'
     assert merged.seconds == {"compile": 2.0, "profile": 4.0, "final round": 0.75, "compare": 0.125}
-    assert "a chunk's reason" in merged.searched.note
+    assert "a chunk's reason" in merged.searched.note and merged.searched.flushed  # as the final round's times
     for chunk in chunks:
         chunk.checkpoint.write_text("{}")
     split.discard_checkpoints()
@@ -57,6 +58,7 @@ def test_the_final_round_times_its_configs_side_by_side(tmp_path, small_space, m
     names = [str(c) for c in prune(SIZE, INTERPRETER_PROFILE, small_space).configs[:3]]
     outcome = final_round(SIZE, names, INTERPRETER_PROFILE, settings, True, print, Stages())
     assert sorted(outcome.timings["config"]) == sorted(names)
+    assert outcome.searched.flushed  # the round that picks the winner: flushed by default
     assert str(outcome.winner) == outcome.timings.loc[0, "config"]
     assert outcome.winner_time_us == outcome.timings["time_us"].min()
     assert (outcome.timings["instances"] == 2).all()  # the run's launches, as halving's final round

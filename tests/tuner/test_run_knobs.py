@@ -1,5 +1,5 @@
 """The ROCm script's run knobs end to end on the CPU: --o, --no_warmup, --init_type, --rotating_tensor,
---icache_flush, --bias_vector, --time_breakdown (and --verbose showing it)."""
+--icache_flush (and our --flush), --bias_vector, --time_breakdown (and --verbose showing it)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from tuner.cli import main
 from tuner.errors import UserError
 from tuner.report import time_breakdown
 from tuner.results import ResultEntry, read_entries, record, recorded
-from tuner.run_knobs import DEFAULT_RESULTS_FILE, ZEROS_WARNING, results_file, rotating_bytes, warmup_launches
+from tuner.run_knobs import (DEFAULT_RESULTS_FILE, ZEROS_WARNING, flush_rounds, results_file, rotating_bytes,
+                             warmup_launches)
 from tuner.sizes import load_sizes
 
 SIZE = ["-m", "16", "-n", "16", "-k", "16"]
@@ -85,7 +86,7 @@ def test_no_warmup_excludes_a_positive_warmup(capsys):
     assert "--no_warmup and --warmup 3 exclude each other" in _fail(capsys, "--no_warmup", "--warmup", "3")
 
 
-# --init_type, --rotating_tensor, --icache_flush: what reaches the child ----------------------------------------
+# --init_type, --rotating_tensor, --icache_flush, --flush: what reaches the child --------------------------------
 
 @pytest.fixture
 def jobs(monkeypatch) -> list:
@@ -117,8 +118,28 @@ def test_timing_knobs_reach_the_child_and_checks_stay_random(tmp_path, space_fil
 def test_timing_knobs_default_to_the_automatic_ones(tmp_path, space_file, monkeypatch, jobs):
     monkeypatch.chdir(tmp_path)
     assert _run(tmp_path, space_file) == 0
-    assert jobs and all((job.init_type, job.rotating_bytes, job.cache_flush, job.env) == ("randn", None, False, {})
-                        for job in jobs)
+    assert jobs and all((job.init_type, job.rotating_bytes, job.env) == ("randn", None, {}) for job in jobs)
+    # the space is timed whole in one round, the one that picks the winner: flushed, and recorded so
+    assert all(job.cache_flush for job in jobs if job.time_configs)
+    assert read_entries(tmp_path / "out.yaml")[0]["l2_flushed"] is True
+
+
+def test_flush_none_times_without_flushes_and_records_so(tmp_path, space_file, monkeypatch, jobs):
+    monkeypatch.chdir(tmp_path)
+    assert _run(tmp_path, space_file, "--flush", "none") == 0
+    assert jobs and not any(job.cache_flush for job in jobs)
+    assert read_entries(tmp_path / "out.yaml")[0]["l2_flushed"] is False
+
+
+def test_flush_rounds():
+    assert flush_rounds(None, False) == "final" and flush_rounds(None, True) == "all"
+    assert flush_rounds("none", False) == "none" and flush_rounds("all", True) == "all"
+    with pytest.raises(UserError, match="--icache_flush .* and --flush final exclude each other"):
+        flush_rounds("final", True)
+
+
+def test_icache_flush_with_flush_none_is_refused(capsys):
+    assert "--flush none exclude each other" in _fail(capsys, "--icache_flush", "--flush", "none")
 
 
 def test_rotating_tensor_bounds(capsys):

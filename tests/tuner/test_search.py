@@ -64,6 +64,8 @@ def test_halving_rounds_shrink_the_field_and_the_winner_is_one_of_the_space(tmp_
     assert str(outcome.winner) in kept <= set(jobs[1].time_configs) <= set(jobs[0].time_configs)
     assert set(outcome.timings["config"]) == kept and [job.iters for job in jobs] == [1, 2, 4]
     assert outcome.searched.timed == 8 and outcome.matmul_time_us is not None
+    # by default only the final round's launches (and its torch.matmul) run after L2 flushes
+    assert [job.cache_flush for job in jobs] == [False, False, True] and outcome.searched.flushed
 
 
 STAGED = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1, 2),
@@ -84,12 +86,14 @@ def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalis
     assert set(outcome.timings["config"]) == set(final) and str(outcome.winner) in final
     assert [(r.index, r.configs) for r in outcome.searched.rounds] == [(0, 8), (1, 4), (2, 3)]
     assert outcome.searched.timed == 12 and sorted(outcome.compiled.compiled) == sorted(first + second)
+    assert [job.cache_flush for job in jobs] == [False, False, True] and outcome.searched.flushed
 
 
 def test_refine_times_a_space_of_one_config_per_shape_whole_in_one_child(tmp_path, jobs):
     outcome = _tune(tmp_path, search="refine")  # SPACE: 8 configs, each its own shape
     assert len(jobs) == 1 and len(jobs[0].time_configs) == 8
     assert [(r.index, r.configs) for r in outcome.searched.rounds] == [(0, 8)]
+    assert jobs[0].cache_flush and outcome.searched.flushed  # the one round picks the winner
     assert len(outcome.timings) == 8 and str(outcome.winner) in jobs[0].time_configs
 
 
@@ -101,6 +105,19 @@ def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_ref
     timed = set(outcome.timings["config"])
     assert set(jobs[0].time_configs) < timed <= set(jobs[0].time_configs) | set(jobs[1].time_configs)
     assert "configs timed in rounds 0 and 1" in outcome.searched.note
+    assert not any(job.cache_flush for job in jobs) and not outcome.searched.flushed  # picked from unflushed rounds
+
+
+@pytest.mark.parametrize("cache_flush, expected", [("final", [False, True]), ("all", [True, True]),
+                                                    ("none", [False, False])])
+def test_which_rounds_flush(tmp_path, cache_flush, expected):
+    settings = _settings(tmp_path, cache_flush=cache_flush)
+    assert [settings.flushes(final) for final in (False, True)] == expected
+
+
+def test_an_unknown_flush_policy_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="cache_flush must be one of"):
+        _settings(tmp_path, cache_flush="sometimes")
 
 
 def test_jobs_split_the_configs_into_child_runs(tmp_path, jobs):
