@@ -46,13 +46,13 @@ def final_round(problem: GemmProblem, names: list[str], device: DeviceProfile, s
         table = profiled.timings
         if table.empty:
             raise SizeFailed(f"none of the {len(ready)} finalists produced a timing in the final round")
-        seconds = {"compile": compiled.seconds, **profiled.seconds}
+        # timed as profile_configs times: as the round that picks a winner (flushed by default)
         searched = SearchOutcome(compiled, profiled.outcome, table, profiled.matmul_time_us, rounds=[],
-                                 timed=len(table), seconds=seconds, flushed=profiled.flushed)
+                                 timed=len(table), flushed=settings.flushes(final=True))
         outcome = SizeOutcome(problem=problem, candidates=len(names), space_size=len(names), compiled=compiled,
                               profiled=profiled.outcome, timings=table, winner=Config.parse(table.loc[0, "config"]),
                               winner_time_us=float(table.loc[0, "time_us"]), matmul_time_us=profiled.matmul_time_us,
-                              seconds=seconds, searched=searched)
+                              seconds={"compile": compiled.seconds, **profiled.seconds}, searched=searched)
         if compare:
             compare_winner(outcome, module, scratch, settings, stages)
         return outcome

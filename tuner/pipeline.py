@@ -212,7 +212,6 @@ class Profiled:
     timings: pd.DataFrame  # config, time_us, instances: fastest first (baseline and failed configs excluded)
     matmul_time_us: float | None  # torch.matmul on the same inputs, same timer
     seconds: dict[str, float]  # "profile" and "post-process" wall seconds
-    flushed: bool  # every launch timed right after an L2 flush
 
 
 def profile_configs(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,
@@ -237,7 +236,7 @@ def profile_configs(module: Path, names: list[str], scratch: Path, settings: Tun
     table = table[(table["config"] != BASELINE_NAME) & ~table["config"].isin(profiled.failed)]
     seconds["post-process"] = time.perf_counter() - started
     return Profiled(profiled, table.reset_index(drop=True),
-                    float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds, job.cache_flush)
+                    float(baseline["time_us"].iloc[0]) if not baseline.empty else None, seconds)
 
 
 def check_configs(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings,
@@ -271,7 +270,7 @@ def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings,
         checked = _run_check(module, [config], scratch, settings)
         if str(config) in checked.failed:
             raise SizeFailed(f"config {config} failed to run: {checked.failed[str(config)]}")
-        return checked.errors[str(config)]
+        return checked.errors.get(str(config), float("inf"))
     finally:
         clean_up(settings, module, scratch)
 
