@@ -3,7 +3,8 @@
 # with explicit layouts and warp roles: a persistent grid whose programs each run one loader warp
 # and one consumer warp group (4 warps) per 64 rows of the tile (two to four). The loader fills a
 # ring of shared memory stages through TMA; each consumer multiplies its 64 rows by the two column
-# parts of a compound tile (192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32) and stores them through
+# parts of a compound tile (192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32; with two warp groups also
+# 320 = 256 + 64 and 384 = 256 + 128, wider than any other kernel's tile) and stores them through
 # TMA. Triton's own compiler splits every part of a compound tile between all the warp groups, and
 # the 64-row parts then run as matrix instructions 32 or 64 columns wide; here every instruction is
 # as wide as its part. The generator copies this source after the TMA family into generated modules
@@ -29,6 +30,10 @@ GROUP_ROWS = gl.constexpr(64)  # rows of C one consumer warp group computes: the
 # warp's group takes what it needs to issue copies; the default partition (the first consumer) gets the rest.
 CONSUMER_REGISTERS = gl.constexpr(168)
 LOADER_REGISTERS = gl.constexpr(40)
+# Two consumer warp groups and the loader's make 12 warps, launched with 168 registers a thread: each consumer may take
+# 232, room for 64 x 384 fp32 accumulators (192 registers a thread). At 168, 128x320 spilled 464 bytes; at 232 it and
+# 128x384 compile without a stack (sm_90a, Triton 3.6).
+CONSUMER_REGISTERS_OF_TWO = gl.constexpr(232)
 # Four consumer warp groups and the loader's make 20 warps, launched with 96 registers a thread: the pool the partitions
 # share. With the loader at the least setmaxnreg takes, each consumer gets 112 (the first 120), room for 64 x 160 fp32
 # accumulators (80 registers a thread) without spilling; with the loader at 40 the first consumer got 104 and spilled
@@ -54,11 +59,11 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     """C = A @ B (+ a bias per row of C) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
     A tile is BLOCK_SIZE_M (64 per consumer warp group: 128, 192 or 256) by the widths of b_desc's and b_right's
-    blocks, its left and right column parts (block_parts: 192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32). A is
-    row-major; B is read through b_desc and b_right either as it is, blocks of [BLOCK_K, part], or, column-major,
-    through its transpose, blocks of [part, BLOCK_K]. c_desc and c_right store a warp group's 64 rows of the two
-    parts. Reads past the edges return zeros, stores past them are dropped, so M, N and K need no masks. bias_ptr is
-    None or a vector with one value per row of C."""
+    blocks, its left and right column parts (block_parts: 192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32,
+    320 = 256 + 64, 384 = 256 + 128). A is row-major; B is read through b_desc and b_right either as it is, blocks
+    of [BLOCK_K, part], or, column-major, through its transpose, blocks of [part, BLOCK_K]. c_desc and c_right store
+    a warp group's 64 rows of the two parts. Reads past the edges return zeros, stores past them are dropped, so M, N
+    and K need no masks. bias_ptr is None or a vector with one value per row of C."""
     WARP_GROUPS: gl.constexpr = BLOCK_SIZE_M // GROUP_ROWS
     gl.static_assert(WARP_GROUPS >= 2 and WARP_GROUPS <= 4, "two to four consumer warp groups")
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
@@ -96,7 +101,7 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     else:
         gl.warp_specialize([(consumer, (consumer_args, 0)), (consumer, (consumer_args, 1)),
                             (loader, loader_args)],
-                           [4, 1], [CONSUMER_REGISTERS, LOADER_REGISTERS])
+                           [4, 1], [CONSUMER_REGISTERS_OF_TWO, LOADER_REGISTERS])
 
 
 @gluon.jit

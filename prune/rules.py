@@ -86,6 +86,11 @@ def warp_group_warps(config: Config) -> int:
 # The widest tile four consumer warp groups (256 rows, 16 warps) multiply: what their accumulators (64 x 160 fp32, 80
 # registers a thread) leave room for within the 112 registers a thread each gets (gen.warp_group_family).
 WIDEST_OF_FOUR_WARP_GROUPS = 160
+# The widest tile a Triton dot or a copy-engine block takes (wgmma's n); wider ones are the warp-group kernel's two
+# consumer warp groups' (128 rows, 8 warps), a 256-column part beside one of 64 or 128, as wide as their accumulators
+# (64 x 384 fp32, 192 registers a thread) fit in the 232 registers a thread each gets (gen.warp_group_family).
+WIDEST_PART = 256
+WIDEST_OF_TWO_WARP_GROUPS = 384
 
 
 def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -96,6 +101,11 @@ def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfil
     # compound_tile), the kernel's own 128x96 and 256x96 too (48.6 and 42.7 us at 1536x1536x4096 against 35.4 and
     # 35.0 for 192x96: BENCHMARKS.md, twenty-sixth and twenty-seventh runs).
     compound_width = block_parts(config.BLOCK_SIZE_N)[1] > 0
+    if config.BLOCK_SIZE_N > WIDEST_PART:
+        # 128x320 took 61.5 us at 2048x2560x4096 (one wave of 128 tiles, as cuBLAS's 320x128 runs C^T) against 66.3 for
+        # 256x160 and 61.7 for cuBLAS (H100, Triton 3.6, fp16, BENCHMARKS.md, twenty-ninth run)
+        return (config.BLOCK_SIZE_M == 2 * WARP_GROUP_ROWS and config.num_warps == warp_group_warps(config)
+                and config.BLOCK_SIZE_N <= WIDEST_OF_TWO_WARP_GROUPS)
     if config.num_warps == 12:
         return config.BLOCK_SIZE_M == 192 and compound_width
     if config.num_warps == 16:
@@ -158,8 +168,11 @@ def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceP
     # kernel (addresses, operands) spills to local memory. A compound tile (compound_tile rule) may take 9/16: its
     # operands stay in shared memory. Compiled for sm_90a (Triton 3.6, fp16), a 192x192 tile with 8 warps (144
     # accumulator registers a thread) took 174 registers and no stack.
+    # Tiles wider than WIDEST_PART are the warp-group kernel's alone, whose consumers get registers of their own
+    # (rule warp_group_tiles).
     budget = device.max_registers_per_thread + 1
-    return accumulator_registers(config, device) <= (budget * 9 // 16 if is_compound(config) else budget // 2)
+    return (config.BLOCK_SIZE_N > WIDEST_PART
+            or accumulator_registers(config, device) <= (budget * 9 // 16 if is_compound(config) else budget // 2))
 
 
 def _block_not_oversized(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -220,7 +233,7 @@ def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # The warp-group kernel (gen.warp_group_family) runs on Hopper (compute capability 9.0) with Gluon, not under the
     # interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128, 192 or 256: two to four, num_warps 8,
     # 12 or 16) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 160 = 128 + 32,
-    # 96 = 64 + 32), so
+    # 96 = 64 + 32; 320 = 256 + 64 and 384 = 256 + 128, wider than any other kernel's tile, with two warp groups), so
     # that every product is a full-width matrix instruction; power-of-two widths are the TMA family's. 16-bit inputs
     # of one dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's 128-byte
     # swizzle takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and stores
@@ -228,7 +241,7 @@ def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # BENCHMARKS.md, twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages
     # took 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
     if not config.WARP_GROUPS:
-        return config.num_warps not in WARP_GROUP_ONLY_WARPS
+        return config.num_warps not in WARP_GROUP_ONLY_WARPS and config.BLOCK_SIZE_N <= WIDEST_PART
     return (device.warp_groups and problem.dtype_a == problem.dtype_b and problem.dtype_a.bytes == 2
             and not problem.col_a and config.BLOCK_SIZE_M in (128, 192, 256)
             and config.num_warps == warp_group_warps(config)
@@ -488,6 +501,10 @@ def _tma_split_k(problem: GemmProblem, config: Config, device: DeviceProfile) ->
 
 
 COMPOUND_TILE_COST = 1.10  # a compound tile's time per output element against a power-of-two tile's
+# The same for the warp-group kernel's tiles wider than WIDEST_PART, whose 256-column part is the widest matrix
+# instruction: at 4096x3072x4096 128x384 took 136.6-136.9 us in two waves (256 tiles), 128x256 139.8-140.1 in three
+# (384 tiles), the same output elements per SM (H100, Triton 3.6, fp16, BENCHMARKS.md, twenty-ninth run)
+WIDE_TILE_COST = 0.98
 COMPOUND_LEAST_PART = 64  # the smallest part of a compound side: a warpgroup's rows, as tma_tile asks of whole tiles
 
 
@@ -512,8 +529,8 @@ def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) 
     # twenty-third run), 192x192 tiles took 1.10 times as long per output element as 128x256 at
     # 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but 60.8-60.9 us at
     # 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only where its waves, at
-    # COMPOUND_TILE_COST, cost less than those of every power-of-two tile around it (each compound side rounded down
-    # and up).
+    # COMPOUND_TILE_COST (WIDE_TILE_COST for the warp-group kernel's tiles wider than WIDEST_PART), cost less than
+    # those of every power-of-two tile around it (each compound side rounded down and up).
     if not is_compound(config):
         return True
     least_part = WARP_GROUP_LEAST_EXTRA if config.WARP_GROUPS else COMPOUND_LEAST_PART
@@ -522,7 +539,8 @@ def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) 
             and not config.WARP_SPECIALIZE and config.num_ctas == 1
             and all(part >= least_part for part in parts if part)):
         return False
-    cost = COMPOUND_TILE_COST * wave_cost(problem, config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.SWAP_AB, device)
+    per_element = WIDE_TILE_COST if config.BLOCK_SIZE_N > WIDEST_PART else COMPOUND_TILE_COST
+    cost = per_element * wave_cost(problem, config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.SWAP_AB, device)
     return all(cost < wave_cost(problem, m, n, config.SWAP_AB, device)
                for m in _powers_of_two_around(config.BLOCK_SIZE_M) for n in _powers_of_two_around(config.BLOCK_SIZE_N))
 
@@ -549,7 +567,8 @@ RULES: tuple[Rule, ...] = (
     # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel only
     Rule("warp_group_tiles", "num_warps 12 only for 192-row tiles of compound width, 16 for 256-row ones at most "
          f"{WIDEST_OF_FOUR_WARP_GROUPS} wide (the warp-group kernel's three and four consumer warp groups), BLOCK_N 96 "
-         "only with 12", _warp_group_tiles, (*TILE, "num_warps")),
+         f"only with 12, BLOCK_N over {WIDEST_PART} (at most {WIDEST_OF_TWO_WARP_GROUPS}) only for 128-row tiles "
+         "with 8", _warp_group_tiles, (*TILE, "num_warps")),
     # next: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
     Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k,
          ("SPLIT_K", "FUSED_REDUCE")),
@@ -583,13 +602,14 @@ FAMILY_RULES: tuple[Rule, ...] = (
     Rule("warp_groups", "WARP_GROUPS only on Hopper (compute capability 9.0) with Gluon: 16-bit inputs of one dtype, "
          f"row-major A, BLOCK_M 128|192|256 with {WARP_GROUP_ROWS // 16} warps per {WARP_GROUP_ROWS} rows, BLOCK_N of "
          f"two parts (the narrower >= {WARP_GROUP_LEAST_EXTRA}), BLOCK_K of 64|128 bytes, no SPLIT_K or clusters, "
-         "num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 and 16 for nothing else", _warp_groups,
+         f"num_stages >= 2, A's, B's and C's rows 16-byte aligned; num_warps 12 and 16 and BLOCK_N over {WIDEST_PART} "
+         "for nothing else", _warp_groups,
          ("WARP_GROUPS", *TILE, "BLOCK_SIZE_K", "SPLIT_K", "num_warps", "num_stages", "num_ctas")),
     # next: most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
     Rule("compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
          f"{COMPOUND_LEAST_PART} ({WARP_GROUP_LEAST_EXTRA} with WARP_GROUPS), whole tiles (no SPLIT_K, STREAM_K, "
-         f"NARROW_EDGE), no clusters or WARP_SPECIALIZE, where its waves at {COMPOUND_TILE_COST}x cost less than those "
-         "of the power-of-two tiles around it",
+         f"NARROW_EDGE), no clusters or WARP_SPECIALIZE, where its waves at {COMPOUND_TILE_COST}x ({WIDE_TILE_COST}x "
+         f"wider than {WIDEST_PART}) cost less than those of the power-of-two tiles around it",
          _compound_tile, (*TILE, "PERSISTENT_TMA", "SPLIT_K", "STREAM_K", "NARROW_EDGE", "WARP_SPECIALIZE", "num_ctas",
                           "WARP_GROUPS", "SWAP_AB")),
     Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware,

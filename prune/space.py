@@ -86,7 +86,8 @@ class RangeSpace:
 
 
 COMPOUND_SIDES = (16, 32, 64, 128, 192, 256)  # tile sides with the TMA family's compound tiles (192 = 128 + 64)
-COMPOUND_WIDTHS = (16, 32, 64, 96, 128, 160, 192, 256)  # and the warp-group kernel's 96 = 64 + 32, 160 = 128 + 32
+# and the warp-group kernel's 96 = 64 + 32, 160 = 128 + 32, 320 = 256 + 64 and 384 = 256 + 128
+COMPOUND_WIDTHS = (16, 32, 64, 96, 128, 160, 192, 256, 320, 384)
 # The RangeSpace fields of the kernel-family knobs, in HOPPER_KNOBS's order (PERSISTENT_TMA first).
 _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
@@ -113,7 +114,9 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # 61.4 for the TMA family's and 55.0 for cuBLAS. Its 256-row tiles (four consumer warp groups, 16 warps) join it with
 # tiles 160 wide (128 + 32) for every row count, which fill the SMs' waves where no power-of-two tile does: 256x160 took
 # 65.3 us at 2048x2560x4096 (one wave of 128 tiles) against 92.8 for the TMA family's 128x256 and 60.4 for cuBLAS;
-# tuned there, the winner went from 0.81x cuBLAS (128x128) to 0.92x (128x160; twenty-seventh run).
+# tuned there, the winner went from 0.81x cuBLAS (128x128) to 0.92x (128x160; twenty-seventh run). Its 128-row tiles
+# 320 and 384 wide (256 + 64, 256 + 128: cuBLAS's tile at 2048x2560x4096 is 320x128 of C^T) join it too: 128x320 took
+# 61.5 us there, 1.004x cuBLAS, where 256x160 took 66.3 (twenty-ninth run).
 FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12, 16),
                         warp_groups=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1),
                         epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE),

@@ -32,6 +32,8 @@ CONFIGS = [
     Config(256, 160, 32, 1, 1, 16, 5, **WG),  # four warp groups; parts 128 + 32
     Config(192, 160, 64, 8, 1, 12, 3, **WG),
     Config(128, 160, 32, 4, 1, 8, 6, **WG),
+    Config(128, 320, 32, 4, 1, 8, 5, **WG),  # parts 256 + 64: wider than any other kernel's tile
+    Config(128, 384, 32, 8, 1, 8, 4, **WG),  # parts 256 + 128
 ]
 SIZES = [  # M, N, K, col_b: every size leaves partial tiles on both sides but the first
     (3072, 1536, 4096, False),
@@ -54,7 +56,7 @@ def test_a_bias_and_an_fp32_output(tmp_path, dtype_c):
     p = replace(problem(1000, 1032, 1000, "fp16", col_b=True, dtype_c=dtype_c), bias=True)
     # an fp32 C's staging buffers (three warp groups x 64 x 192 x 4 bytes) leave room for two stages of 32-element K
     configs = [Config(192, 192, 32, 8, 1, 12, 2, **WG), Config(128, 192, 32, 4, 1, 8, 3, **WG),
-               Config(256, 160, 32, 4, 1, 16, 2, **WG)]
+               Config(256, 160, 32, 4, 1, 16, 2, **WG), Config(128, 320, 32, 4, 1, 8, 2, **WG)]
     assert set(check_compiled_ahead(tmp_path, p, configs).values()) == {"ok"}
 
 
@@ -82,3 +84,4 @@ def test_pruning_keeps_warp_group_configs_on_this_gpu():
     assert device.warp_groups
     kept = prune(problem(3072, 1536, 4096), device).configs
     assert any(config.WARP_GROUPS for config in kept)
+    assert any(config.BLOCK_SIZE_N == 320 for config in prune(problem(2048, 2560, 4096), device).configs)

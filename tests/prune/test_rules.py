@@ -152,6 +152,13 @@ CASES = [
     ("warp_group_tiles", BIG, C(256, 256, 64, nw=16), IP, False),  # a power-of-two width: no column parts
     ("warp_group_tiles", BIG, C(128, 160, 32, nw=16), IP, False),  # two warp groups' rows
     ("warp_group_tiles", BIG, C(128, 160, 32, nw=8), IP, True),
+    # wider than 256: the warp-group kernel's two consumer warp groups alone (256 + 64, 256 + 128)
+    ("warp_group_tiles", BIG, C(128, 320, 32, nw=8), IP, True),
+    ("warp_group_tiles", BIG, C(128, 384, 32, nw=8), IP, True),
+    ("warp_group_tiles", BIG, C(128, 512, 32, nw=8), IP, False),  # 256 accumulator registers a thread
+    ("warp_group_tiles", BIG, C(192, 320, 32, nw=12), IP, False),  # three groups' registers
+    ("warp_group_tiles", BIG, C(256, 320, 32, nw=16), IP, False),
+    ("warp_group_tiles", BIG, C(128, 320, 32, nw=4), IP, False),  # 4 warps: no warp group per 64 rows
 ]
 
 
@@ -310,6 +317,15 @@ def test_compound_tiles_may_take_nine_sixteenths_of_the_registers():
     assert not registers.keep(BIG, Config(192, 192, 64, PERSISTENT_TMA=1, num_warps=4), IP)  # 288
     assert not registers.keep(BIG, Config(192, 256, 64, **TMA8), IP)  # 192
     assert not registers.keep(BIG, Config(256, 256, 64, **TMA8), IP)  # 256: powers of two keep half
+
+
+def test_tiles_wider_than_any_part_leave_their_registers_to_the_warp_group_rule():
+    # 128x320 and 128x384 with 8 warps: 160 and 192 accumulator registers a thread, in the warp-group kernel's
+    # consumers (232 registers each); rule warp_group_tiles keeps them for two warp groups only
+    registers = RULES_BY_NAME["registers"]
+    assert registers.keep(BIG, Config(128, 320, 32, **TMA8), IP)
+    assert registers.keep(BIG, Config(128, 384, 32, **TMA8), IP)
+    assert not registers.keep(BIG, Config(128, 256, 32, PERSISTENT_TMA=1, num_warps=4), IP)  # 256: still half
 
 
 def test_compound_tiles_survive_pruning_where_they_fill_a_wave():
@@ -683,7 +699,7 @@ def test_prune_counts_add_up(full_results, p, device):
     # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
     # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
     # ATOMIC_REDUCE; six BLOCK_M (192 among them) and eight BLOCK_N (and 96, 160); six num_warps (12 and 16 among them)
-    assert result.space_size == len(FULL_SPACE) == 6 * 8 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
+    assert result.space_size == len(FULL_SPACE) == 6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -729,10 +745,11 @@ def test_prune_known_counts_on_interpreter(full_results):
     assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
     # every SPLIT_K > 1 except where warp_group_tiles or matrix_instruction struck first, in each of the 130 family
     # variants, with and without STATIC_SHAPE, and with each FUSED_REDUCE
-    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 84_000
-    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs warp_group_tiles left: 4 of 6 num_warps with 7 of 8 BLOCK_N (all
-    # but 96), 12 warps with 3 of 48 tile shapes (192x96, 192x160, 192x192) and 16 with one (256x160): 172 in 288
-    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 72 * 43
+    assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 85_000
+    # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs warp_group_tiles left: 4 of 6 num_warps with 7 of 10 BLOCK_N
+    # (all but 96, 320 and 384), 8 warps also with 2 of 60 tile shapes (128x320, 128x384), 12 warps with 3 (192x96,
+    # 192x160, 192x192) and 16 with one (256x160): 174 in 360
+    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 60 * 29
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096
@@ -846,6 +863,10 @@ WG = {"PERSISTENT_TMA": 1, "WARP_GROUPS": 1}
     (problem(3072, 1536, 4096), Config(512, 160, 32, 8, 1, 32, 2, **WG), HOPPER, False),  # eight groups
     (problem(3072, 1536, 4096), Config(128, 256, 64, 8, 1, 8, 3, **WG), HOPPER, False),  # one column part
     (problem(3072, 1536, 4096), Config(128, 160, 64, 8, 1, 8, 3, **WG), HOPPER, True),  # 128 + 32
+    (problem(2048, 2560, 4096), Config(128, 320, 32, 4, 1, 8, 5, **WG), HOPPER, True),  # 256 + 64
+    (problem(2048, 2560, 4096), Config(128, 384, 32, 4, 1, 8, 4, **WG), HOPPER, True),  # 256 + 128
+    (problem(2048, 2560, 4096), Config(128, 320, 64, 4, 1, 8, 3, PERSISTENT_TMA=1), HOPPER, False),  # no such TMA tile
+    (problem(2048, 2560, 4096), Config(128, 320, 32, 4, 1, 8, 5), HOPPER, False),  # nor a plain one
     (problem(3072, 1536, 4096), Config(192, 192, 128, 8, 1, 12, 2, **WG), HOPPER, False),  # 256-byte K rows
     (problem(3072, 1536, 4096), Config(192, 192, 32, 8, 1, 12, 1, **WG), HOPPER, False),  # one stage
     (problem(3072, 1536, 4100), Config(192, 192, 32, 8, 1, 12, 5, **WG), HOPPER, False),  # A's rows off 16 bytes
@@ -867,6 +888,21 @@ def test_warp_group_configs_skip_the_tma_familys_tile_rule_and_keep_the_compound
     assert not RULES_BY_NAME["compound_tile"].keep(BIG, config, HOPPER)
 
 
+@pytest.mark.parametrize("size, width, kept", [
+    ((2048, 2560, 4096), 320, True),  # 128 tiles, one wave; 128x256 takes 160, 128x512 one wave of twice the area
+    ((1024, 5120, 4096), 320, True),
+    ((4096, 2560, 4096), 320, True),  # 256 tiles, two waves; 128x256 takes three
+    ((2048, 3072, 4096), 384, True),  # 128 tiles
+    ((4096, 3072, 4096), 384, True),  # two waves of 256 tiles, three of 384 tiles of 128x256: the same elements
+    ((4096, 4096, 4096), 320, False),  # 416 tiles, four waves, as 512 of 128x256
+    ((4096, 4096, 4096), 384, False),  # 352 tiles, three waves of a tile 1.5 times as large
+    ((8192, 8192, 8192), 384, False),
+])
+def test_wide_warp_group_tiles_only_where_their_waves_pay(size, width, kept):
+    config = Config(128, width, 32, 4, 1, 8, 4, **WG)
+    assert RULES_BY_NAME["compound_tile"].keep(problem(*size), config, HOPPER) is kept
+
+
 def test_pruning_keeps_warp_group_configs_only_on_a_gpu_that_runs_them():
     kept = prune(problem(3072, 1536, 4096), HOPPER).configs
     warp_group = [config for config in kept if config.WARP_GROUPS]
@@ -874,6 +910,10 @@ def test_pruning_keeps_warp_group_configs_only_on_a_gpu_that_runs_them():
     assert {config.BLOCK_SIZE_M for config in warp_group} == {128, 192, 256}  # two, three and four warp groups
     assert not any(config.num_warps in (12, 16) and not config.WARP_GROUPS for config in kept)
     assert not any(config.WARP_GROUPS for config in prune(problem(3072, 1536, 4096), IP).configs)
+    wide = {(c.BLOCK_SIZE_M, c.BLOCK_SIZE_N, c.num_warps, c.WARP_GROUPS)
+            for c in prune(problem(2048, 2560, 4096), HOPPER).configs if c.BLOCK_SIZE_N > 256}
+    # one wave of 128 tiles of 128x320, or of 112 of 128x384, where 128x256 takes two: the warp-group kernel's alone
+    assert wide == {(128, 320, 8, 1), (128, 384, 8, 1)}
 
 
 # Every value each config field takes in some space (the AMD knobs, clusters and stream-K are opt-in or AMD's).
@@ -890,11 +930,12 @@ READS_CASES = [(BIG, IP), (SKINNY, HOPPER), (ODD, IP), (problem(4095, 4097, 1023
                (problem(3072, 1536, 4096, "bf16", col_b=True), HOPPER), (problem(3000, 5000, 4096, "fp8"), HOPPER),
                (problem(128, 256, 65536), SMALL_GPU), (replace(MID, bias=True), HOPPER),
                (problem(256, 512, 16384), HOPPER),  # TMA configs with split K
-               (problem(3072, 1024, 4096), HOPPER)]  # 192x128 tiles fill one wave of C, two of C^T
+               (problem(3072, 1024, 4096), HOPPER),  # 192x128 tiles fill one wave of C, two of C^T
+               (problem(2048, 2560, 4096), HOPPER)]  # 128x320 tiles fill one wave
 
 
 # A space small enough to prune by asking every rule of every config, with each kind of tile the rules tell apart.
-RICH_SPACE = RangeSpace(block_m=(64, 192, 256), block_n=(96, 128, 160), block_k=(16, 32, 64), group_m=(1, 8),
+RICH_SPACE = RangeSpace(block_m=(64, 128, 192, 256), block_n=(96, 128, 160, 320), block_k=(16, 32, 64), group_m=(1, 8),
                         split_k=(1, 2), num_warps=(4, 8, 12, 16), num_stages=(2, 4), static_shape=(0, 1),
                         fused_reduce=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1), swap_ab=(0, 1),
                         narrow_edge=(0, FUSED_EDGE), warp_groups=(0, 1))

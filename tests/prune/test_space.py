@@ -15,8 +15,8 @@ from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE,
 
 def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.block_m == (16, 32, 64, 128, 192, 256)  # 192 = 128 + 64: the TMA family's compound tiles
-    assert FULL_SPACE.block_n == (16, 32, 64, 96, 128, 160, 192, 256)  # 96 = 64 + 32, 160 = 128 + 32: the warp-group
-    # kernel's
+    # 96 = 64 + 32, 160 = 128 + 32, 320 = 256 + 64 and 384 = 256 + 128: the warp-group kernel's
+    assert FULL_SPACE.block_n == (16, 32, 64, 96, 128, 160, 192, 256, 320, 384)
     assert AMD_SPACE.block_m == AMD_SPACE.block_n == (16, 32, 64, 128, 256)
     assert FULL_SPACE.block_k == (16, 32, 64, 128, 256)
     assert FULL_SPACE.group_m == (1, 4, 8, 16, 32)
@@ -49,10 +49,10 @@ def test_full_space_bounds():
 
 def test_full_space_len_matches_configs():
     tiles = FULL_SPACE.tile_configs()
-    # 180,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
-    assert len(tiles) == len(set(tiles)) == 1_080_000
+    # 225,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    assert len(tiles) == len(set(tiles)) == 1_350_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
-    assert tiles[-1] == Config(256, 256, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    assert tiles[-1] == Config(256, 384, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
     # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
@@ -60,7 +60,7 @@ def test_full_space_len_matches_configs():
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
                                            for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
                                            for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
-    assert len(FULL_SPACE) == 130 * 1_080_000
+    assert len(FULL_SPACE) == 130 * 1_350_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
                             warp_groups=(0,))
