@@ -25,8 +25,8 @@ def test_amd_space_adds_the_rocm_knobs():
     assert space_for("amd") is AMD_SPACE and space_for("nvidia") is FULL_SPACE
     # mfma 16/32 x kpack 1/2, waves_per_eu 0; the Hopper families (130 variants of each tile config), STATIC_SHAPE (2)
     # and FUSED_REDUCE (3) are not there
-    # nor the compound tile sides (192, and 96, 160, 320 and 384 for N: 6 x 10 block_m x block_n in the full space, 5 x 5 here),
-    # nor 12 or 16 warps
+    # nor the compound tile sides (192, and 96, 160, 320 and 384 for N: 6 x 10 block_m x block_n in the full space,
+    # 5 x 5 here), nor 12 or 16 warps
     assert len(AMD_SPACE) == len(FULL_SPACE) // (130 * 2 * 3) // 60 * 25 * 4 // 6 * 4
     assert all(c.amd_knobs for c in AMD_SPACE.tile_configs()[:100])
     assert not any(c.amd_knobs for c in FULL_SPACE.tile_configs()[:100])

@@ -325,7 +325,7 @@ def test_tiles_wider_than_any_part_leave_their_registers_to_the_warp_group_rule(
     registers = RULES_BY_NAME["registers"]
     assert registers.keep(BIG, Config(128, 320, 32, **TMA8), IP)
     assert registers.keep(BIG, Config(128, 384, 32, **TMA8), IP)
-    assert not registers.keep(BIG, Config(128, 256, 32, PERSISTENT_TMA=1, num_warps=4), IP)  # 256: still half
+    assert not registers.keep(BIG, Config(128, 256, 32, PERSISTENT_TMA=1, num_warps=4), IP)  # 256 a thread: over half
 
 
 def test_compound_tiles_survive_pruning_where_they_fill_a_wave():
@@ -698,7 +698,8 @@ def test_prune_counts_add_up(full_results, p, device):
     # 130 kernel-family variants per tile config: plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
     # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
     # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
-    # ATOMIC_REDUCE; six BLOCK_M (192 among them) and eight BLOCK_N (and 96, 160); six num_warps (12 and 16 among them)
+    # ATOMIC_REDUCE; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
+    # among them)
     assert result.space_size == len(FULL_SPACE) == 6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
