@@ -26,9 +26,10 @@ from gen.tma_family import block_parts, is_column_major, persistent_grid
 # family-imports-end
 
 GROUP_ROWS = gl.constexpr(64)  # rows of C one consumer warp group computes: the warpgroup MMA's M
-# Registers a thread of a consumer warp group may hold (setmaxnreg): its accumulators take 96 at 192 columns. The loader
-# warp's group takes what it needs to issue copies; the default partition (the first consumer) gets the rest.
-CONSUMER_REGISTERS = gl.constexpr(168)
+# Registers a thread of a consumer warp group may hold (setmaxnreg) where there are three: its accumulators take 96 at
+# 192 columns. The loader warp's group takes what it needs to issue copies (with two or three consumer warp groups);
+# the default partition (the first consumer) gets the rest.
+CONSUMER_REGISTERS_OF_THREE = gl.constexpr(168)
 LOADER_REGISTERS = gl.constexpr(40)
 # Two consumer warp groups and the loader's make 12 warps, launched with 168 registers a thread: each consumer may take
 # 232, room for 64 x 384 fp32 accumulators (192 registers a thread). At 168, 128x320 spilled 464 bytes; at 232 it and
@@ -97,7 +98,7 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     elif WARP_GROUPS == 3:
         gl.warp_specialize([(consumer, (consumer_args, 0)), (consumer, (consumer_args, 1)),
                             (consumer, (consumer_args, 2)), (loader, loader_args)],
-                           [4, 4, 1], [CONSUMER_REGISTERS, CONSUMER_REGISTERS, LOADER_REGISTERS])
+                           [4, 4, 1], [CONSUMER_REGISTERS_OF_THREE, CONSUMER_REGISTERS_OF_THREE, LOADER_REGISTERS])
     else:
         gl.warp_specialize([(consumer, (consumer_args, 0)), (consumer, (consumer_args, 1)),
                             (loader, loader_args)],
