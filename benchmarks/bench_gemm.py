@@ -79,7 +79,10 @@ def inductor_target(label: str, operands: tuple) -> tuple:
     if label == SCALED_MM:
         def scaled(a, b, scale_a, scale_b, bias):
             return _with_bias(torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=c.dtype), bias)
-        return scaled, (a, b, *extra[1:], bias)
+        # The same per-tensor scales as (1, 1) tensors: Inductor's Triton templates for _scaled_mm (torch 2.11) index
+        # a scale with the tile's two indices, and fail to lower a (1,) one (AssertionError in store_output).
+        scale_a, scale_b = (scale.reshape(1, 1) for scale in extra[1:])
+        return scaled, (a, b, scale_a, scale_b, bias)
     if label == INT_MM:
         return (lambda a, b, bias: _with_bias(torch._int_mm(a, b), bias)), (a, b, bias)
     if label == FP8_DEQUANTIZED:  # as the baseline: dequantized once, outside the timing
