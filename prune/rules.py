@@ -19,8 +19,13 @@ _MIN_BLOCK_K = 16
 _MIN_BLOCK_K_BYTES = 32
 
 
+def least_block_k(element_bytes: int) -> int:
+    """The smallest BLOCK_K a tl.dot of inputs this wide takes."""
+    return max(_MIN_BLOCK_K, _MIN_BLOCK_K_BYTES // element_bytes)
+
+
 def min_block_k(problem: GemmProblem) -> int:
-    return max(_MIN_BLOCK_K, _MIN_BLOCK_K_BYTES // problem.dtype_a.bytes)
+    return least_block_k(problem.dtype_a.bytes)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -4,6 +4,7 @@
     from tune_gemm import matmul, load_results
     load_results("output_tuning.yaml")   # or start the process with TUNE_GEMM_RESULTS=output_tuning.yaml
     c = matmul(a, b)                     # a (M, K), b (K, N): fp16, bf16 or fp32, row- or column-major
+    c = matmul(a8, b8, torch.bfloat16, scale_a=sa, scale_b=sb)   # fp8 with per-tensor scales, as torch._scaled_mm
     explain(a, b)                        # which config, by which rule, from which tuned shape
 """
 
@@ -18,10 +19,12 @@ from runtime.lookup import Choice
 from runtime.op import matmul_op
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None, *,
+           scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None) -> torch.Tensor:
     """A @ B (2-D, same dtype) with the tuned config; the result is a new row-major tensor of `out_dtype`
-    (default: the inputs' dtype, or a wider one)."""
-    return matmul_op(a, b, out_dtype)
+    (default: the inputs' dtype, fp16 for fp8 inputs, int32 for int8). fp8 inputs may take one fp32 scale per
+    tensor (both or neither): C = scale_a scale_b A @ B."""
+    return matmul_op(a, b, out_dtype, scale_a, scale_b)
 
 
 def load_results(*paths: os.PathLike | str) -> None:

@@ -6,9 +6,11 @@ dimensions may be padded. An operand with no unit stride at all (e.g. every othe
 contiguous row-major tensor: the tuned table knows only the two layouts, and loads without a unit stride cannot
 be vectorized, so the copy (O(MK) or O(KN) work) costs less than the product would lose.
 
-The output is a new row-major (M, N) tensor of `out_dtype` (default: the inputs' dtype; it may be wider, e.g.
-fp16 inputs into fp32, as the tuner allows). A tuned config that does not fit this GPU (an entry written for
-another one) is reported once with a warning and replaced by the default config for that shape.
+The output is a new row-major (M, N) tensor of `out_dtype`: by default the inputs' dtype for 16- and 32-bit
+floats (it may be wider, e.g. fp16 inputs into fp32, as the tuner allows), fp16 for fp8 inputs (the tuner's
+-dtype_c default) and int32 for int8 ones (their only output). fp8 inputs may come with one fp32 scale per tensor,
+as torch._scaled_mm takes them: C = scale_a scale_b A @ B. A tuned config that does not fit this GPU (an entry
+written for another one) is reported once with a warning and replaced by the default config for that shape.
 """
 
 from __future__ import annotations
@@ -20,24 +22,24 @@ import warnings
 import torch
 from triton.runtime.errors import OutOfResources
 
-from prune.device import INTERPRETER_PROFILE
+from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
+from prune.rules import least_block_k
 from runtime.kernels import INTERPRETED, launcher_for
 from runtime.lookup import DEFAULT, Choice, choose, default_config
 from runtime.table import Table, Variant
-from tuner.dtypes import DTYPES, DType, check_combination
+from tuner.dtypes import DTYPES, DType, check_combination, check_device_runs
 from tuner.errors import UserError
 
 RESULTS_ENV = "TUNE_GEMM_RESULTS"  # results files the process-wide table starts with, separated like PATH
 _OFFSET_LIMIT = 2**31  # the kernel computes element offsets in 32 bits
-# fp8 and int8 stay with the tuner for now: this matmul takes no per-tensor scales and makes no int32 output.
-_DTYPE_OF_TORCH = {dtype.torch_dtype: dtype for dtype in DTYPES.values() if dtype.kind == "float"}
+DTYPES_OF_TORCH = {dtype.torch_dtype: dtype for dtype in DTYPES.values()}
 
 
 def _dtype(torch_dtype: torch.dtype, what: str) -> DType:
-    if torch_dtype not in _DTYPE_OF_TORCH:
-        names = ", ".join(str(torch_dtype) for torch_dtype in _DTYPE_OF_TORCH)
+    if torch_dtype not in DTYPES_OF_TORCH:
+        names = ", ".join(str(torch_dtype) for torch_dtype in DTYPES_OF_TORCH)
         raise TypeError(f"tune_gemm matmul: {what} is {torch_dtype}; supported: {names}")
-    return _DTYPE_OF_TORCH[torch_dtype]
+    return DTYPES_OF_TORCH[torch_dtype]
 
 
 def column_major(t: torch.Tensor) -> bool | None:
@@ -55,6 +57,30 @@ def _check_offsets(t: torch.Tensor, name: str) -> None:
     if (rows - 1) * t.stride(0) + (cols - 1) * t.stride(1) >= _OFFSET_LIMIT:
         raise ValueError(f"tune_gemm matmul: {name} {tuple(t.shape)} with strides {t.stride()} spans 2**31 elements "
                          "or more, beyond the kernel's 32-bit offsets")
+
+
+def default_output(dtype: DType) -> DType:
+    """C's dtype when the call names none (see the module's docstring)."""
+    return {"fp8": DTYPES["fp16"], "int": DTYPES["int32"]}.get(dtype.kind, dtype)
+
+
+def check_scales(dtype: DType, scale_a: torch.Tensor | None, scale_b: torch.Tensor | None, device) -> None:
+    """Scales come with fp8 inputs only, both or neither, each one fp32 value on the operands' device."""
+    if scale_a is None and scale_b is None:
+        return
+    if not dtype.scaled:
+        raise TypeError(f"tune_gemm matmul: scales come with fp8 inputs only, not {dtype.name}")
+    if scale_a is None or scale_b is None:
+        raise ValueError("tune_gemm matmul: pass both scale_a and scale_b, or neither")
+    for scale, name in ((scale_a, "scale_a"), (scale_b, "scale_b")):
+        if scale.numel() != 1 or scale.dtype != torch.float32 or scale.device != device:
+            raise ValueError(f"tune_gemm matmul: {name} must be one float32 value on {device} (a per-tensor "
+                             f"scale), not a {scale.dtype} tensor of shape {tuple(scale.shape)} on {scale.device}")
+
+
+@functools.cache
+def _device_profile(device: torch.device) -> DeviceProfile:
+    return INTERPRETER_PROFILE if device.type == "cpu" else detect_device(device.index)
 
 
 def new_output(shape: tuple[int, int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -92,7 +118,8 @@ class Dispatcher:
         self.table = Table()
         self._choices.clear()
 
-    def _prepare(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None):
+    def _prepare(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None,
+                 scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None):
         """Validated operands (copied when they have no unit stride) and the lookup key of the call."""
         if a.dim() != 2 or b.dim() != 2:
             raise ValueError(f"tune_gemm matmul: needs 2-D operands, got {a.dim()}-D and {b.dim()}-D")
@@ -101,11 +128,12 @@ class Dispatcher:
         if a.device != b.device:
             raise ValueError(f"tune_gemm matmul: operands on {a.device} and {b.device}")
         dtype_a, dtype_b = _dtype(a.dtype, "A's dtype"), _dtype(b.dtype, "B's dtype")
-        dtype_c = dtype_a if out_dtype is None else _dtype(out_dtype, "out_dtype")
+        dtype_c = default_output(dtype_a) if out_dtype is None else _dtype(out_dtype, "out_dtype")
         try:
             check_combination(dtype_a, dtype_b, dtype_c)
         except UserError as error:
             raise TypeError(f"tune_gemm matmul: {error}") from None
+        check_scales(dtype_a, scale_a, scale_b, a.device)
         layouts = []
         operands = []
         for t, name in ((a, "A"), (b, "B")):
@@ -125,7 +153,7 @@ class Dispatcher:
     def _choice(self, key: tuple, device: torch.device) -> Choice:
         if key not in self._choices:
             gpu, variant, shape = key
-            choice = choose(self.table.shapes(gpu, variant), shape)
+            choice = choose(self.table.shapes(gpu, variant), shape, least_block_k(DTYPES[variant.dtype_a].bytes))
             vendor_config = choice.config.for_vendor(_vendor(device))
             self._choices[key] = Choice(vendor_config, choice.rule, choice.tuned_shape)
         return self._choices[key]
@@ -135,12 +163,20 @@ class Dispatcher:
         _, _, key = self._prepare(a, b, out_dtype)
         return self._choice(key, a.device)
 
-    def matmul(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-        """A @ B with the tuned config for this call; see the module's docstring for layouts and dtypes."""
-        (a, b), dtype_c, key = self._prepare(a, b, out_dtype)
+    def matmul(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = None,
+               scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None) -> torch.Tensor:
+        """(scale_a scale_b) A @ B with the tuned config for this call; see the module's docstring for layouts,
+        dtypes and scales."""
+        (a, b), dtype_c, key = self._prepare(a, b, out_dtype, scale_a, scale_b)
         if a.device.type == "cpu" and not INTERPRETED:
             raise ValueError("tune_gemm matmul: CPU tensors run only under the Triton interpreter "
                              "(set TRITON_INTERPRET=1 before importing triton)")
+        dtype_a = DTYPES[key[1].dtype_a]
+        if dtype_a.scaled:  # fp8 needs its matrix instructions; the other types run wherever Triton does
+            try:
+                check_device_runs(dtype_a, _device_profile(a.device), "tune_gemm matmul")
+            except UserError as error:
+                raise TypeError(str(error)) from None
         M, N, K = key[2]
         c = new_output((M, N), dtype_c.torch_dtype, a.device)
         if c.numel() == 0:
@@ -148,15 +184,17 @@ class Dispatcher:
         if K == 0:
             return c.zero_()
         choice = self._choice(key, a.device)
+        scales = () if scale_a is None else (None, scale_a, scale_b)  # the launchers' (bias, scale_a, scale_b)
         try:
-            return launcher_for(choice.config)(a, b, c)
+            return launcher_for(choice.config)(a, b, c, *scales)
         except OutOfResources as error:
             if choice.rule == DEFAULT:
                 raise
             warnings.warn(f"tune_gemm matmul: tuned config {choice.config} does not fit {key[0]} ({error}); "
                           f"using the default config for {M}x{N}x{K} {key[1].label}", stacklevel=2)
-            self._choices[key] = Choice(default_config(M, N, K), DEFAULT, None)
-            return launcher_for(self._choices[key].config)(a, b, c)
+            least = least_block_k(DTYPES[key[1].dtype_a].bytes)
+            self._choices[key] = Choice(default_config(M, N, K, least), DEFAULT, None)
+            return launcher_for(self._choices[key].config)(a, b, c, *scales)
 
 
 _process_dispatcher: Dispatcher | None = None

@@ -43,13 +43,14 @@ class _Bound:
 
 @dataclass(frozen=True)
 class Launcher:
-    """`launcher(a, b, c)` writes A @ B into C (any strides) with one config."""
+    """`launcher(a, b, c)` writes A @ B into C (any strides) with one config; `launcher(a, b, c, bias, scale_a,
+    scale_b)` adds a bias per row and fp8's per-tensor scales, as the families' launch functions take them."""
 
     config: Config
     run: Callable  # the family's launch function with the bound kernels and the config's launch options
 
-    def __call__(self, a, b, c):
-        return self.run(a, b, c)
+    def __call__(self, a, b, c, *extra):
+        return self.run(a, b, c, *extra)
 
 
 def _tile_constants(config: Config) -> dict:

@@ -47,24 +47,26 @@ def bucket(x: int) -> int:
     return 1 << (x - 1).bit_length()
 
 
-def default_config(M: int, N: int, K: int) -> Config:
-    """A config for shapes nothing was tuned for: 64x64x32 tiles, smaller for small matrices (down to 16).
+def default_config(M: int, N: int, K: int, least_block_k: int = 16) -> Config:
+    """A config for shapes nothing was tuned for: 64x64x32 tiles, smaller for small matrices (down to 16; BLOCK_K
+    down to `least_block_k`, 32 for 1-byte inputs: prune.rules.least_block_k).
 
     Its shared memory, 3 stages of (64x32 + 32x64) fp32 elements = 48 KiB at most, fits every GPU the tuner
     knows (AMD's 64 KiB LDS included); 4 warps and GROUP_SIZE_M 8 are the common middle of the tuned ranges."""
     def side(x: int, largest: int) -> int:
         return min(largest, max(16, bucket(x)))
 
-    return Config(BLOCK_SIZE_M=side(M, 64), BLOCK_SIZE_N=side(N, 64), BLOCK_SIZE_K=side(K, 32), GROUP_SIZE_M=8,
-                  SPLIT_K=1, num_warps=4, num_stages=3)
+    return Config(BLOCK_SIZE_M=side(M, 64), BLOCK_SIZE_N=side(N, 64), BLOCK_SIZE_K=max(least_block_k, side(K, 32)),
+                  GROUP_SIZE_M=8, SPLIT_K=1, num_warps=4, num_stages=3)
 
 
 def _log_distance(tuned: Shape, wanted: Shape) -> float:
     return sum(abs(math.log2(t / w)) for t, w in zip(tuned, wanted))
 
 
-def choose(tuned: Mapping[Shape, Config], shape: Shape) -> Choice:
-    """Apply the rule above to the shapes tuned for one dtype/layout combination."""
+def choose(tuned: Mapping[Shape, Config], shape: Shape, least_block_k: int = 16) -> Choice:
+    """Apply the rule above to the shapes tuned for one dtype/layout combination (`least_block_k`: the inputs'
+    smallest BLOCK_K, for the default)."""
     M, N, K = shape
     if shape in tuned:
         return Choice(tuned[shape], EXACT, shape)
@@ -76,4 +78,4 @@ def choose(tuned: Mapping[Shape, Config], shape: Shape) -> Choice:
     if same_bucket:
         best = min(same_bucket, key=lambda s: (_log_distance(s, shape), tuple(-x for x in s)))
         return Choice(tuned[best], BUCKET, best)
-    return Choice(default_config(M, N, K), DEFAULT, None)
+    return Choice(default_config(M, N, K, least_block_k), DEFAULT, None)

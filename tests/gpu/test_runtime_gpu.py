@@ -1,17 +1,20 @@
 """On a GPU (`pytest -m gpu`): the run-time matmul against float64 for fp16/bf16/fp32 and every layout, through
 tuned, bucketed and default configs (a STATIC_SHAPE one among them); a results file from a real tuning run; the
 custom op under torch.compile(fullgraph=True); a tuned config too big for the GPU replaced by the default with a
-warning."""
+warning; fp8 with its scales through the recorded H100 winners, and int8."""
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 import torch
 from helpers import RUNTIME_DTYPES
 
+from gen.matmul_family import poison
 from runtime import dispatch
+from runtime.dispatch import Dispatcher
 from runtime.lookup import BUCKET, DEFAULT, EXACT, M_BUCKET
 from tune_gemm import clear_results, explain, load_results, matmul
 from tuner.cli import main
@@ -91,9 +94,14 @@ def results(tmp_path_factory):
 
 @pytest.fixture
 def poisoned(monkeypatch):
-    """Outputs start as NaN: an element the kernel does not write fails the check."""
-    monkeypatch.setattr(dispatch, "new_output", lambda shape, dtype, device: torch.full(
-        shape, float("nan"), dtype=dtype, device=device))
+    """Outputs start as NaN (the most negative int32 for int8's): an element the kernel does not write fails the
+    check."""
+    def new_output(shape, dtype, device):
+        c = torch.empty(shape, dtype=dtype, device=device)
+        poison(c)
+        return c
+
+    monkeypatch.setattr(dispatch, "new_output", new_output)
 
 
 @pytest.mark.parametrize("M,N,K,dtype,col_a,col_b,out_dtype,rule", CASES)
@@ -139,3 +147,38 @@ def test_a_config_too_big_for_this_gpu_falls_back_to_the_default(results, poison
         c = matmul(a, b)
     assert _error(c, a, b) <= DTYPES["fp32"].tolerance
     assert explain(a, b).rule == DEFAULT
+
+
+FP8_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "h100_fp8.yaml"
+NEEDS_FP8 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9),
+                               reason="fp8 matrix instructions need compute capability 8.9 or newer")
+
+
+@NEEDS_FP8
+@pytest.mark.parametrize("M,N,K,col_b,rule_on_an_h100", [
+    (4096, 4096, 4096, True, EXACT),  # the recorded persistent TMA winner, 128x256 tiles
+    (4000, 4096, 4096, True, M_BUCKET),
+    (128, 14336, 4096, True, EXACT),
+    (4095, 4097, 1023, True, EXACT),  # rows of 1023 bytes: not 16-byte aligned
+    (1000, 1000, 1000, False, DEFAULT),  # a row-major B: nothing recorded
+])
+def test_fp8_with_scales_through_the_recorded_h100_winners(poisoned, M, N, K, col_b, rule_on_an_h100):
+    dispatcher = Dispatcher()
+    dispatcher.load(FP8_RESULTS)
+    fp8 = DTYPES["fp8"]
+    a, b = _operand(M, K, False, fp8.torch_dtype), _operand(K, N, col_b, fp8.torch_dtype)
+    scale_a, scale_b = torch.tensor([0.5], device="cuda"), torch.tensor([0.25], device="cuda")
+    if torch.cuda.get_device_name() == "NVIDIA H100 80GB HBM3":  # the GPU the entries were recorded on
+        assert dispatcher.choose(a, b).rule == rule_on_an_h100
+    c = dispatcher.matmul(a, b, None, scale_a, scale_b)
+    assert c.dtype == torch.float16 and c.shape == (M, N)
+    assert _error(c, a.double() * 0.5, b.double() * 0.25) <= fp8.tolerance
+    unscaled = dispatcher.matmul(a, b, torch.bfloat16)
+    assert unscaled.dtype == torch.bfloat16 and _error(unscaled, a, b) <= fp8.tolerance
+
+
+def test_int8_into_int32_is_exact(poisoned):
+    a = torch.randint(-127, 128, (333, 515), dtype=torch.int8, device="cuda")
+    b = torch.randint(-127, 128, (77, 515), dtype=torch.int8, device="cuda").t()
+    c = matmul(a, b)
+    assert c.dtype == torch.int32 and torch.equal(c, (a.double() @ b.double()).int())

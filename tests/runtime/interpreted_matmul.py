@@ -4,7 +4,8 @@
 
 It is a separate process because the interpreter is chosen when Triton kernels are first decorated, i.e. when
 the kernel family is imported: the pytest process may already hold compiled-mode kernels. Each case's output is
-filled with NaN before the kernel runs (through dispatch.new_output), so an element the kernel skips shows.
+poisoned (NaN, or the most negative int32) before the kernel runs (through dispatch.new_output), so an element the
+kernel skips shows.
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
 
+from gen.matmul_family import poison
 from runtime import dispatch
 from runtime.op import matmul_op
 from tune_gemm import explain, load_results, matmul
 
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp8": torch.float8_e4m3fn,
+          "bf8": torch.float8_e5m2, "int8": torch.int8, "int32": torch.int32}
+ALL_OPCHECKS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+INT_SPREAD = 40  # int8 operands: normal values times this, rounded (products and sums stay exact in int32)
 
 
 def _poisoned(shape, dtype, device):
-    return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    c = torch.empty(shape, dtype=dtype, device=device)
+    poison(c)  # NaN, or the most negative int32
+    return c
 
 
 def operand(rows: int, cols: int, column_major: bool, dtype: torch.dtype, storage: str, seed: int) -> torch.Tensor:
@@ -34,12 +41,15 @@ def operand(rows: int, cols: int, column_major: bool, dtype: torch.dtype, storag
     outer, inner = (cols, rows) if column_major else (rows, cols)
     step = 2 if storage == "strided" else 1
     extra = 5 if storage == "padded" else 0
-    data = torch.randn(outer, inner * step + extra, generator=generator).to(dtype)[:, : inner * step: step]
+    values = torch.randn(outer, inner * step + extra, generator=generator)
+    if not dtype.is_floating_point:
+        values = (values * INT_SPREAD).round()
+    data = values.to(dtype)[:, : inner * step: step]
     return data.t() if column_major else data
 
 
-def relative_error(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
-    reference = a.double() @ b.double()
+def relative_error(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, scales: tuple = (1.0, 1.0)) -> float:
+    reference = (a.double() * scales[0]) @ (b.double() * scales[1])
     if not torch.isfinite(c.double()).all():
         return float("inf")
     if reference.numel() == 0 or not reference.abs().max():
@@ -51,8 +61,13 @@ def run_case(case: dict) -> dict:
     dtype, out_dtype = DTYPES[case["dtype"]], DTYPES.get(case.get("out_dtype"))
     a = operand(case["M"], case["K"], case["col_a"], dtype, case.get("storage_a", "plain"), seed=1)
     b = operand(case["K"], case["N"], case["col_b"], dtype, "plain", seed=2)
-    c = matmul(a, b, out_dtype)
-    return {"error": relative_error(c, a, b), "rule": explain(a, b, out_dtype).rule, "shape": list(c.shape),
+    scales = case.get("scales")
+    if scales:
+        c = matmul(a, b, out_dtype, scale_a=torch.tensor([scales[0]]), scale_b=torch.tensor([scales[1]]))
+    else:
+        c = matmul(a, b, out_dtype)
+    return {"error": relative_error(c, a, b, scales or (1.0, 1.0)), "rule": explain(a, b, out_dtype).rule,
+            "shape": list(c.shape),
             "dtype": str(c.dtype).removeprefix("torch."), "contiguous": c.is_contiguous()}
 
 
@@ -69,7 +84,13 @@ def run_compiled() -> dict:
 
 def run_opcheck() -> dict:
     a, b = operand(20, 12, True, torch.float32, "plain", 5), operand(12, 9, False, torch.float32, "plain", 6)
-    failures = {name: str(result) for name, result in torch.library.opcheck(matmul_op, (a, b, None)).items()
+    fp8 = torch.float8_e4m3fn
+    a8, b8 = operand(20, 40, False, fp8, "plain", 7), operand(40, 9, True, fp8, "plain", 8)
+    # fp8 skips test_schema, whose check multiplies the inputs, which the CPU cannot do in fp8
+    samples = {"fp32": ((a, b, None), ALL_OPCHECKS),
+               "fp8, scaled": ((a8, b8, None, torch.tensor([0.5]), torch.tensor([2.0])), ALL_OPCHECKS[1:])}
+    failures = {f"{sample} {name}": str(result) for sample, (arguments, checks) in samples.items()
+                for name, result in torch.library.opcheck(matmul_op, arguments, test_utils=checks).items()
                 if result != "SUCCESS"}
     return {"failures": failures}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -64,15 +65,56 @@ def test_loading_clears_earlier_choices(tmp_path):
     (torch.randn(2, 3, 4), torch.randn(4, 5), None, ValueError, "2-D"),
     (torch.randn(3, 4), torch.randn(5, 6), None, ValueError, "cannot be multiplied"),
     (torch.randn(3, 4).half(), torch.randn(4, 6).bfloat16(), None, TypeError, "same dtype"),
-    (torch.randn(3, 4).double(), torch.randn(4, 6).double(), None, TypeError, "float64"),
+    (torch.randn(3, 4).double(), torch.randn(4, 6).double(), None, TypeError,
+     "float64; supported: torch.float16, torch.bfloat16, torch.float32, torch.float8_e4m3fn"),
     (torch.randn(3, 4), torch.randn(4, 6), torch.float16, TypeError, "narrower"),
-    (torch.randn(3, 4).to(torch.float8_e4m3fn), torch.randn(4, 6).to(torch.float8_e4m3fn), torch.float16, TypeError,
-     "float8_e4m3fn; supported: torch.float16, torch.bfloat16, torch.float32"),  # fp8/int8: the tuner only, for now
-    (torch.ones(3, 4, dtype=torch.int8), torch.ones(4, 6, dtype=torch.int8), torch.int32, TypeError, "int8"),
+    (torch.randn(3, 4).to(torch.float8_e4m3fn), torch.randn(4, 6).to(torch.float8_e4m3fn), torch.float8_e4m3fn,
+     TypeError, "dtype_c fp8 with fp8 inputs is not supported"),
+    (torch.ones(3, 4, dtype=torch.int8), torch.ones(4, 6, dtype=torch.int8), torch.float16, TypeError,
+     "int8 inputs need dtype_c int32"),
+    (torch.ones(3, 4, dtype=torch.int32), torch.ones(4, 6, dtype=torch.int32), None, TypeError, "output type only"),
 ])
 def test_bad_calls_are_refused_with_a_message(a, b, out_dtype, error, message):
     with pytest.raises(error, match=message):
         Dispatcher().choose(a, b, out_dtype)
+
+
+def test_outputs_default_to_the_tuners_dtype_c_for_each_input():
+    fp8, int8 = torch.ones(3, 4, dtype=torch.float8_e5m2), torch.ones(3, 4, dtype=torch.int8)
+    dispatcher = Dispatcher(Table([_entry(3, 3, 4, dtype="bf8", dtype_c="fp16", col_b=True),
+                                   _entry(3, 3, 4, dtype="int8", dtype_c="int32", col_b=True)]))
+    assert dispatcher.choose(fp8, fp8.t()).rule == EXACT  # e5m2 into fp16
+    assert dispatcher.choose(int8, int8.t()).rule == EXACT  # int8 into int32
+    assert dispatcher.choose(fp8, fp8.t(), torch.bfloat16).rule == DEFAULT  # another output: another variant
+    # the default config's K tile is a 1-byte dot's smallest (32), however short K is
+    assert dispatcher.choose(fp8[:, :2], fp8.t()[:2]).config.BLOCK_SIZE_K == 32
+
+
+def _fp8(rows, cols):
+    return torch.randn(rows, cols).to(torch.float8_e4m3fn)
+
+
+@pytest.mark.parametrize("a,b,scales,error,message", [
+    (_fp8(3, 4), _fp8(4, 5), (torch.tensor([1.0]), None), ValueError, "both scale_a and scale_b, or neither"),
+    (_fp8(3, 4), _fp8(4, 5), (torch.tensor([1.0, 2.0]), torch.tensor([1.0])), ValueError,
+     "scale_a must be one float32 value on cpu .* shape \\(2,\\)"),
+    (_fp8(3, 4), _fp8(4, 5), (torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64)), ValueError,
+     "scale_b must be one float32 value .* torch.float64"),
+    (torch.randn(3, 4).half(), torch.randn(4, 5).half(), (torch.tensor([1.0]), torch.tensor([1.0])), TypeError,
+     "scales come with fp8 inputs only, not fp16"),
+])
+def test_bad_scales_are_refused_before_any_launch(a, b, scales, error, message):
+    with pytest.raises(error, match=message):
+        Dispatcher().matmul(a, b, None, *scales)
+
+
+def test_fp8_is_refused_on_a_gpu_without_fp8_matrix_instructions(monkeypatch):
+    from runtime import dispatch
+
+    ampere = replace(INTERPRETER_PROFILE, name="NVIDIA A100", fp8=False)
+    monkeypatch.setattr(dispatch, "_device_profile", lambda device: ampere)
+    with pytest.raises(TypeError, match="fp8 inputs need a GPU with fp8 matrix instructions .* NVIDIA A100"):
+        Dispatcher().matmul(_fp8(3, 4), _fp8(4, 5), scale_a=torch.tensor([1.0]), scale_b=torch.tensor([1.0]))
 
 
 def test_operands_past_32_bit_offsets_are_refused():

@@ -52,6 +52,9 @@ def test_default_when_nothing_is_tuned_scales_down_for_small_matrices():
     assert (choice.config.BLOCK_SIZE_M, choice.config.BLOCK_SIZE_N, choice.config.BLOCK_SIZE_K) == (64, 64, 32)
     small = default_config(5, 20, 3)
     assert (small.BLOCK_SIZE_M, small.BLOCK_SIZE_N, small.BLOCK_SIZE_K, small.SPLIT_K) == (16, 32, 16, 1)
+    one_byte = choose({}, (5, 20, 3), least_block_k=32).config  # a 1-byte dot takes K tiles of 32 at least
+    assert (one_byte.BLOCK_SIZE_M, one_byte.BLOCK_SIZE_N, one_byte.BLOCK_SIZE_K) == (16, 32, 32)
+    assert default_config(4096, 4096, 4096, least_block_k=32) == default_config(4096, 4096, 4096)
 
 
 @given(st.integers(1, 2**20), st.integers(1, 2**20), st.integers(1, 2**20))

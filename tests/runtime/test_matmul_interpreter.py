@@ -1,6 +1,6 @@
-"""The run-time matmul on the CPU (Triton interpreter): every dtype and layout against float64, tuned (split-K,
-persistent TMA and num_ctas too) and default configs, odd tiny sizes, strided operands, empty shapes, and the custom
-op under torch.compile(fullgraph=True).
+"""The run-time matmul on the CPU (Triton interpreter): every dtype and layout against float64 (fp8 with and without
+its per-tensor scales), tuned (split-K, persistent TMA and num_ctas too) and default configs, odd tiny sizes,
+strided operands, empty shapes, and the custom op under torch.compile(fullgraph=True).
 
 The kernels run in one child process (interpreted_matmul.py) where TRITON_INTERPRET is set before Triton loads.
 """
@@ -18,6 +18,7 @@ import pytest
 from helpers import RUNTIME_DTYPES
 
 from prune.device import INTERPRETER_PROFILE
+from runtime.dispatch import default_output
 from tuner.dtypes import DTYPES
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +34,12 @@ RESULTS = f"""\
 - {{M: 67, N: 129, K: 33, rowMajorA: N, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 128, BLOCK_SIZE_K: 64, num_warps: 8, num_stages: 3, PERSISTENT_TMA: 1, EPILOGUE_SUBTILE: 1, dtype_a: bf16, dtype_b: bf16, dtype_c: bf16, gpu: {CPU}}}
 - {{M: 70, N: 130, K: 90, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, num_ctas: 2, gpu: {CPU}}}
 - {{M: 100, N: 60, K: 50, rowMajorA: N, rowMajorB: N, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 16, GROUP_SIZE_M: 2, num_warps: 4, num_stages: 2, num_ctas: 2, gpu: {CPU}}}
+- {{M: 40, N: 36, K: 96, rowMajorB: N, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 1, SPLIT_K: 2, num_warps: 1, num_stages: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: bf16, gpu: {CPU}}}
+- {{M: 70, N: 130, K: 200, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: fp16, gpu: {CPU}}}
+- {{M: 70, N: 130, K: 200, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, EPILOGUE_SUBTILE: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: fp16, gpu: {CPU}}}
+- {{M: 33, N: 17, K: 70, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 32, SPLIT_K: 2, num_warps: 1, num_stages: 1, dtype_a: int8, dtype_b: int8, dtype_c: int32, gpu: {CPU}}}
 """
+SCALES = [0.5, 0.125]  # fp8's per-tensor scales in the cases that pass them
 
 
 def _case(name, M, N, K, dtype="fp16", col_a=False, col_b=False, rule="default", **extra) -> dict:
@@ -60,6 +66,18 @@ CASES = [
     _case("empty K", 6, 5, 0),
     *(_case(f"default {dtype} {'N' if col_a else 'T'}{'N' if col_b else 'T'}", 19, 13, 21, dtype, col_a, col_b)
       for dtype, col_a, col_b in itertools.product(RUNTIME_DTYPES, (False, True), (False, True))),
+    _case("tuned fp8 TN split-K into bf16, scaled", 40, 36, 96, "fp8", col_b=True, out_dtype="bf16", scales=SCALES,
+          rule="exact"),
+    _case("tuned persistent TMA fp8 TN, scaled", 70, 130, 200, "fp8", col_b=True, scales=SCALES, rule="exact"),
+    _case("tuned persistent TMA fp8 TT (B copied K-major), split epilogue, scaled", 70, 130, 200, "fp8",
+          scales=SCALES, rule="exact"),
+    _case("tuned int8 TT split-K into int32", 33, 17, 70, "int8", rule="exact"),
+    _case("fp8 without scales", 19, 13, 21, "fp8", col_b=True),
+    _case("default bf8 TN into fp32, scaled", 19, 13, 21, "bf8", col_b=True, out_dtype="fp32", scales=SCALES),
+    _case("default fp8 K shorter than a K tile, scaled", 9, 10, 5, "fp8", col_b=True, scales=SCALES),
+    *(_case(f"default {dtype} {'N' if col_a else 'T'}{'N' if col_b else 'T'}", 19, 13, 21, dtype, col_a, col_b,
+            **({"scales": SCALES} if dtype == "fp8" else {}))
+      for dtype, col_a, col_b in itertools.product(("fp8", "int8"), (False, True), (False, True))),
 ]
 
 
@@ -79,7 +97,7 @@ def report(tmp_path_factory) -> dict:
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_matmul_matches_float64_with_the_expected_config(report, case):
     result = report[case["name"]]
-    out_dtype = case.get("out_dtype", case["dtype"])
+    out_dtype = case.get("out_dtype", default_output(DTYPES[case["dtype"]]).name)
     assert result["rule"] == case["rule"]
     assert result["error"] <= DTYPES[case["dtype"]].tolerance, result
     assert result["shape"] == [case["M"], case["N"]] and result["contiguous"]
