@@ -84,7 +84,7 @@ def _device_profile(device: torch.device) -> DeviceProfile:
 
 
 def new_output(shape: tuple[int, int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """The result tensor, uninitialized: the kernel writes every element (tests fill it with NaN to check that)."""
+    """The result tensor, uninitialized: the kernel writes every element (tests poison it to check that)."""
     return torch.empty(shape, dtype=dtype, device=device)
 
 
@@ -192,8 +192,7 @@ class Dispatcher:
                 raise
             warnings.warn(f"tune_gemm matmul: tuned config {choice.config} does not fit {key[0]} ({error}); "
                           f"using the default config for {M}x{N}x{K} {key[1].label}", stacklevel=2)
-            least = least_block_k(DTYPES[key[1].dtype_a].bytes)
-            self._choices[key] = Choice(default_config(M, N, K, least), DEFAULT, None)
+            self._choices[key] = Choice(default_config(M, N, K, least_block_k(dtype_a.bytes)), DEFAULT, None)
             return launcher_for(self._choices[key].config)(a, b, c, *scales)
 
 
