@@ -64,7 +64,8 @@ def default_output(dtype: DType) -> DType:
     return {"fp8": DTYPES["fp16"], "int": DTYPES["int32"]}.get(dtype.kind, dtype)
 
 
-def check_scales(dtype: DType, scale_a: torch.Tensor | None, scale_b: torch.Tensor | None, device) -> None:
+def check_scales(dtype: DType, scale_a: torch.Tensor | None, scale_b: torch.Tensor | None,
+                 device: torch.device) -> None:
     """Scales come with fp8 inputs only, both or neither, each one fp32 value on the operands' device."""
     if scale_a is None and scale_b is None:
         return
