@@ -43,7 +43,14 @@ import triton  # noqa: E402
 from floors import LAUNCH_FLOOR, MEMORY_FLOOR, floor_calls  # noqa: E402
 from gen import write_module  # noqa: E402
 from interleaved import interleaved_medians_us  # noqa: E402
-from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, SCALED_MM, baseline_for  # noqa: E402
+from profiling.baselines import (  # noqa: E402
+    FP8_DEQUANTIZED,
+    INT8_AS_FP32,
+    INT_MM,
+    SCALED_MM,
+    Baseline,
+    baseline_for,
+)
 from reporting.files import write_text  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
@@ -132,7 +139,7 @@ class EntryColumns:
     calls: dict[str, object]  # column -> a call with no arguments, on the entry's inputs
     module: object  # the generated module of the entry's config and the tutorial configs
     operands: tuple
-    baseline: str  # the cuBLAS call of the cuBLAS column (profiling.baselines label)
+    baseline: Baseline  # the cuBLAS column's call; its label says which library call that is
     failures: dict[str, str]  # column -> why it has no call
 
 
@@ -147,14 +154,15 @@ def entry_columns(problem: GemmProblem, config, workdir: Path) -> EntryColumns:
         raise SystemExit(f"{problem.label} {config}: relative error {error:.2e}, not benchmarking a wrong kernel")
     baseline = baseline_for([operands])
     calls = {"tune_gemm": lambda: launcher(*operands), "cuBLAS": lambda: baseline(0)}
-    compiled, failure = compiled_peer(*inductor_target(baseline.label, operands))
+    with baseline.precision():  # fp32: Inductor's templates and cuBLAS both run it as TF32, as the configs do
+        compiled, failure = compiled_peer(*inductor_target(baseline.label, operands))
     failures = {}
     if compiled is not None:
         calls["max-autotune"] = compiled
     else:
         failures["max-autotune"] = f"failed to compile {baseline.label}: {failure}"
         print(f"{problem.label}: max-autotune {failures['max-autotune']}", flush=True)
-    return EntryColumns(calls, module, operands, baseline.label, failures)
+    return EntryColumns(calls, module, operands, baseline, failures)
 
 
 def compiled_peer(function, arguments: tuple):
@@ -182,8 +190,9 @@ def bench_entry(problem: GemmProblem, config, workdir: Path, floors: bool = Fals
     calls = entry.calls | ({"triton tutorial": tutorial_call} if tutorial_call else {})
     if floors:
         calls |= floor_calls(*entry.operands[:3])
-    times = {name: math.inf for name in (*PEERS, "triton tutorial")} | interleaved_medians_us(calls)
-    return Measured(times, tutorial, entry.baseline, entry.failures)
+    with entry.baseline.precision():
+        times = {name: math.inf for name in (*PEERS, "triton tutorial")} | interleaved_medians_us(calls)
+    return Measured(times, tutorial, entry.baseline.label, entry.failures)
 
 
 def _ratio(peer_us: float, ours_us: float) -> float | str:

@@ -6,7 +6,8 @@ it, so that BENCHMARKS.md can say why a shape is slow with a measurement. Each c
 `--iters` times under torch.profiler (CUPTI); the table gives each GPU kernel's mean microseconds per launch,
 beside torch.matmul's kernels on the same inputs, and with --max_autotune beside the kernels of
 torch.compile(mode="max-autotune-no-cudagraphs") over the same matmul (bench_gemm's column: its own padding
-kernels, if it pads, show there). The inputs stay in L2 between calls.
+kernels, if it pads, show there); with fp32 inputs both peers run as TF32, as the configs do. The inputs stay in L2
+between calls.
 
     python benchmarks/breakdown.py 4095 4097 1023 BM256_BN128_BK64_GM1_SK1_nW8_nS4_TMA1_ES1 [more configs]
 """
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
+from profiling.baselines import peer_precision  # noqa: E402
 from prune.config import Config  # noqa: E402
 from runtime.kernels import launcher_for  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
@@ -71,19 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     b = torch.randn(args.K, args.N, device="cuda").to(dtype)
     c = torch.empty(args.M, args.N, device="cuda", dtype=dtype)
     flops = 2.0 * args.M * args.N * args.K
-    _print_table("torch.matmul", kernel_times(lambda: torch.matmul(a, b, out=c), args.iters), flops)
-    if args.max_autotune:
-        from bench_gemm import compiled_peer, inductor_target
-        from profiling.baselines import MATMUL
+    with peer_precision(dtype):  # fp32: torch.matmul and max-autotune as TF32, as the configs run it
+        _print_table("torch.matmul", kernel_times(lambda: torch.matmul(a, b, out=c), args.iters), flops)
+        if args.max_autotune:
+            from bench_gemm import compiled_peer, inductor_target
+            from profiling.baselines import MATMUL
 
-        call, failure = compiled_peer(*inductor_target(MATMUL, (a, b, c)))
-        if call is None:
-            print(f"max-autotune: {failure}")
-        else:
-            _print_table("max-autotune", kernel_times(call, args.iters), flops)
-    for name in args.configs:
-        launcher = launcher_for(Config.parse(name))
-        _print_table(name, kernel_times(lambda launcher=launcher: launcher(a, b, c), args.iters), flops)
+            call, failure = compiled_peer(*inductor_target(MATMUL, (a, b, c)))
+            if call is None:
+                print(f"max-autotune: {failure}")
+            else:
+                _print_table("max-autotune", kernel_times(call, args.iters), flops)
+        for name in args.configs:
+            launcher = launcher_for(Config.parse(name))
+            _print_table(name, kernel_times(lambda launcher=launcher: launcher(a, b, c), args.iters), flops)
     return 0
 
 

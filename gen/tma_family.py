@@ -521,9 +521,10 @@ def k_major_copy_kernel(src, dst, K, N, stride_k, stride_n, dst_stride, PADDED_K
 
 def k_major_copy(b):
     """A row-major B (K x N) copied into the rows of B^T (N x K, rows padded to whole 128-byte lines): the K-major
-    layout in which wgmma reads 8-bit operands. Given a row-major 8-bit B, Triton re-lays each tile out in shared
-    memory inside the GEMM instead: at 4096^3 fp8 that GEMM took 308.9 us, against 97.7 with B column-major
-    (BENCHMARKS.md, twelfth run). Returns B's column-major view of the copy."""
+    layout in which wgmma reads 8-bit and tf32 operands. Given such a row-major B, Triton re-lays each tile out in
+    shared memory inside the GEMM instead: at 4096^3 fp8 that GEMM took 308.9 us, against 97.7 with B column-major
+    (BENCHMARKS.md, twelfth run); in fp32 (tf32) 1719.8 us against 356.1, the copy 50.3 (thirty-first run). Returns
+    B's column-major view of the copy."""
     K, N = b.shape
     padded = torch.empty((N, _padded_columns(K, b.element_size())), dtype=b.dtype, device=b.device)
     grid = (ceil_div(N, TRANSPOSE_BLOCK), ceil_div(padded.shape[1], TRANSPOSE_BLOCK))
@@ -533,8 +534,9 @@ def k_major_copy(b):
 
 
 def copies_b_k_major(element_bytes: int, column_major: bool) -> bool:
-    """Whether the launch copies B into K-major order (k_major_copy): an 8-bit B that is not column-major."""
-    return element_bytes == 1 and not column_major
+    """Whether the launch copies B into K-major order (k_major_copy): an 8-bit or 32-bit B that is not column-major
+    (wgmma reads only 16-bit operands in either order)."""
+    return element_bytes != 2 and not column_major
 
 
 @dataclass(frozen=True)
@@ -821,8 +823,8 @@ class TmaArguments:
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
-    """The descriptors (and copies: an 8-bit row-major B in K-major order, k_major_copy; operands the copy engine
-    cannot address or, with variant.align_rows, whose rows start off 128-byte lines, padded) of one launch."""
+    """The descriptors (and copies: an 8-bit or fp32 row-major B in K-major order, k_major_copy; operands the copy
+    engine cannot address or, with variant.align_rows, whose rows start off 128-byte lines, padded) of one launch."""
     b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
     a_col, b_col = is_column_major(a), is_column_major(b_copy)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
@@ -944,7 +946,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
 
 def takes_copies(problem, align_rows: bool = False) -> bool:
     """Whether a launch on this problem's contiguous operands copies one of them, as tma_arguments decides: an 8-bit
-    row-major B (k_major_copy), or a row of A (K elements), of a column-major A's transpose (M), of B (N) or of a
+    or fp32 row-major B (k_major_copy), or a row of A (K elements), of a column-major A's transpose (M), of B (N) or of a
     column-major B's transpose (K) that does not start 16-byte aligned, or with align_rows 128-byte aligned."""
     if copies_b_k_major(problem.dtype_b.itemsize, problem.col_b):
         return True

@@ -1,6 +1,10 @@
 """The vendor-library baseline the child times on the configs' own inputs, and the label saying which one ran.
 
-fp16/bf16/fp32 inputs: torch.matmul (torch.addmm with the bias). fp8: torch._scaled_mm with the same per-tensor
+fp16/bf16 inputs: torch.matmul (torch.addmm with the bias); into a wider fp32 C, torch.mm with out_dtype (cuBLAS's
+own mixed-output GEMM, CUDA only), the bias added after. fp32 inputs: the same, with TF32 allowed for the
+time it runs (torch.set_float32_matmul_precision("high")), since the configs' tl.dot runs fp32 as tf32: against
+cuBLAS's full-precision fp32 (torch's default: 7.7x as long at 4096^3 on an H100, BENCHMARKS.md thirty-first
+run) any config would look fast. fp8: torch._scaled_mm with the same per-tensor
 scales, where its rules hold: A row-major, B column-major, K and N multiples of 16, not e5m2 on both sides
 (cuBLASLt has no e5m2 x e5m2). int8: torch._int_mm where it runs: M > 16, K and N multiples of 8. Elsewhere
 the fallback is torch.matmul on the inputs dequantized once, before the timing: fp8 to C's dtype (times the
@@ -12,12 +16,14 @@ goes into the results entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
 MATMUL = "torch.matmul"
+MATMUL_TF32 = "torch.matmul (tf32)"
 SCALED_MM = "torch._scaled_mm"
 INT_MM = "torch._int_mm"
 FP8_DEQUANTIZED = "torch.matmul (fp8 dequantized)"
@@ -36,7 +42,23 @@ def _label(dtype_a: torch.dtype, M: int, N: int, K: int, a_rows_unit: bool, b_co
         return SCALED_MM if fits else FP8_DEQUANTIZED
     if not dtype_a.is_floating_point:
         return INT_MM if M > 16 and K % 8 == 0 and N % 8 == 0 else INT8_AS_FP32
-    return MATMUL
+    return MATMUL_TF32 if dtype_a == torch.float32 else MATMUL
+
+
+@contextmanager
+def peer_precision(dtype: torch.dtype) -> Iterator[None]:
+    """fp32 matmuls may run as TF32 inside (torch's "high" precision) where the inputs are fp32, as the configs'
+    tl.dot runs them; the precision in force before is restored on leaving. Peers compiled inside (max-autotune)
+    must run inside too: Dynamo guards on that setting."""
+    if dtype != torch.float32:
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def baseline_label(problem) -> str:
@@ -52,6 +74,10 @@ def _add_bias(c: torch.Tensor, bias: torch.Tensor | None) -> None:
 
 
 def _dense(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None) -> None:
+    if out.dtype != a.dtype:  # fp16/bf16 into fp32: cuBLAS writes the wider C itself (aten mm.dtype; CUDA only)
+        torch.mm(a, b, out_dtype=out.dtype, out=out)
+        _add_bias(out, bias)
+        return
     if bias is not None:
         torch.addmm(bias[:, None], a, b, out=out)
     else:
@@ -62,7 +88,7 @@ def _prepared(label: str, operands: tuple) -> Callable[[], None]:
     """The call timed on one operand set (the generated module's make_operands tuple)."""
     a, b, c, *extra = operands
     bias = extra[0] if extra else None
-    if label == MATMUL:
+    if label in (MATMUL, MATMUL_TF32):
         return lambda: _dense(a, b, c, bias)
     if label == INT_MM:
         return lambda: (torch._int_mm(a, b, out=c), _add_bias(c, bias))
@@ -84,10 +110,16 @@ def _prepared(label: str, operands: tuple) -> Callable[[], None]:
 class Baseline:
     label: str
     calls: list[Callable[[], None]]  # one per operand set, in the sets' order
+    dtype: torch.dtype  # the inputs': fp32 ones are timed inside peer_precision
 
     def __call__(self, launch: int) -> None:
-        """Run the baseline on the operand set of this launch (the sets rotate, as for the configs)."""
+        """Run the baseline on the operand set of this launch (the sets rotate, as for the configs). Time it inside
+        `precision()`: setting the precision at each call would add host time before every launch."""
         self.calls[launch % len(self.calls)]()
+
+    def precision(self):
+        """peer_precision for this baseline's inputs: TF32 allowed for fp32 ones."""
+        return peer_precision(self.dtype)
 
 
 def baseline_for(operand_sets: list[tuple]) -> Baseline:
@@ -96,4 +128,4 @@ def baseline_for(operand_sets: list[tuple]) -> Baseline:
     a, b = operand_sets[0][:2]
     M, K = a.shape
     label = _label(a.dtype, M, b.shape[1], K, a.stride(1) == 1, b.stride(0) == 1)
-    return Baseline(label, [_prepared(label, operands) for operands in operand_sets])
+    return Baseline(label, [_prepared(label, operands) for operands in operand_sets], a.dtype)

@@ -213,7 +213,8 @@ def _run(job: ChildJob, timeline: Timeline) -> int:
         begin, end = _marker_kernels() if job.markers else (None, None)
         if begin:
             begin[(1,)]()
-        rows = timer.measure(BASELINE_NAME, baseline, count, flush)
+        with baseline.precision():
+            rows = timer.measure(BASELINE_NAME, baseline, count, flush)
         if end:
             end[(1,)]()
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))

@@ -264,13 +264,13 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # for 1-byte inputs. On the H100, fp16, 64-byte K tiles with deeper pipelines took 1.08-1.37x as long as
     # 128-byte ones: BENCHMARKS.md, twenty-fourth run), at least double buffering (a single stage leaves the copy
     # engine nothing to overlap), and a K split only with its partials summed inside the kernel (FUSED_REDUCE: the
-    # family has no reduction kernel; rule tma_split_k). 16- and 8-bit inputs (fp8/bf8 with their scales, int8 into
-    # int32). wgmma reads 8-bit operands only K-major: the launch copies a row-major 8-bit B into K-major order first
-    # (gen.tma_family.k_major_copy). fp32 (tf32) through TMA runs right under the interpreter but has not been
-    # checked on a GPU. The warp-group kernel has rules of its own (warp_groups).
+    # family has no reduction kernel; rule tma_split_k). Any input type: 16-bit, 8-bit (fp8/bf8 with their scales,
+    # int8 into int32) and fp32 as tf32 (BLOCK_K >= 32). wgmma reads 8-bit and tf32 operands only K-major: the launch
+    # copies a row-major B of those types into K-major order first (gen.tma_family.k_major_copy). The warp-group
+    # kernel has rules of its own (warp_groups).
     if not config.PERSISTENT_TMA or config.WARP_GROUPS:
         return True
-    return (problem.dtype_a.bytes in (1, 2) and (config.SPLIT_K == 1 or bool(config.FUSED_REDUCE))
+    return ((config.SPLIT_K == 1 or bool(config.FUSED_REDUCE))
             and config.BLOCK_SIZE_M >= 64 and config.BLOCK_SIZE_N >= 64 and config.num_warps in (4, 8)
             and config.BLOCK_SIZE_K * problem.dtype_a.bytes >= 128 and config.num_stages >= 2)
 
@@ -403,9 +403,10 @@ PADDED_ROW_BYTES = 128  # rows of the TMA family's copies: whole 128-byte lines 
 
 def operand_row_bytes(problem: GemmProblem) -> tuple[int, int]:
     """Bytes per row of the matrices the copy engine reads for A and B, contiguous as the tuner allocates them: A
-    (M x K) or a column-major A's transpose, B (K x N) or a column-major B's transpose. An 8-bit row-major B is read
-    from its K-major copy (gen.tma_family.k_major_copy), whose rows are whole lines."""
-    b_row = PADDED_ROW_BYTES if problem.dtype_b.bytes == 1 and not problem.col_b else problem.N * problem.dtype_b.bytes
+    (M x K) or a column-major A's transpose, B (K x N) or a column-major B's transpose. An 8-bit or 32-bit row-major B
+    is read from its K-major copy (gen.tma_family.k_major_copy), whose rows are whole lines."""
+    copied = problem.dtype_b.bytes != 2 and not problem.col_b
+    b_row = PADDED_ROW_BYTES if copied else problem.N * problem.dtype_b.bytes
     return ((problem.M if problem.col_a else problem.K) * problem.dtype_a.bytes,
             problem.K * problem.dtype_b.bytes if problem.col_b else b_row)
 
@@ -621,7 +622,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
          ("PERSISTENT_TMA",)),
     Rule("static_shape_plain", "STATIC_SHAPE only in the plain family (not with PERSISTENT_TMA)", _static_shape_plain,
          ("STATIC_SHAPE", "PERSISTENT_TMA")),
-    Rule("tma_tile", "TMA family: 16- or 8-bit inputs (no fp32), SPLIT_K=1 or FUSED_REDUCE, BLOCK_M,N >= 64, "
+    Rule("tma_tile", "TMA family: SPLIT_K=1 or FUSED_REDUCE, BLOCK_M,N >= 64, "
          "BLOCK_K >= 128 bytes, num_warps 4|8, num_stages >= 2", _tma_tile,
          ("PERSISTENT_TMA", "WARP_GROUPS", *TILE, "BLOCK_SIZE_K", "SPLIT_K", "FUSED_REDUCE", "num_warps",
           "num_stages")),

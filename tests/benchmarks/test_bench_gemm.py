@@ -132,6 +132,7 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
 @pytest.mark.parametrize("name, dtype, dtype_c, every_shape", [
     ("fp16", "fp16", "fp16", True), ("bf16", "bf16", "bf16", True), ("fp8", "fp8", "fp16", True),
     ("fp8_bf16", "fp8", "bf16", False), ("int8", "int8", "int32", False),  # five and four of the shapes
+    ("fp32", "fp32", "fp32", False),  # eight
 ])
 def test_the_recorded_h100_winners_cover_the_public_shapes_in_their_dtypes(name, dtype, dtype_c, every_shape):
     public = BENCHMARKS_DIR.parent.parent / "shared" / "bench_sizes.yaml"

@@ -564,7 +564,7 @@ def test_8_bit_inputs_match_float64(tmp_path, interpreter_env, dtype, dtype_c, c
         assert error <= p.dtype_a.tolerance, (name, error)  # int8: 0, exact
 
 
-@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.int8, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.int8, torch.float16, torch.float32])
 @pytest.mark.parametrize("K,N", [(150, 45), (64, 128), (300, 70)])
 def test_k_major_copy_holds_b_transposed_in_padded_rows(interpreter_env, tmp_path, dtype, K, N):
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
@@ -581,12 +581,12 @@ def test_k_major_copy_holds_b_transposed_in_padded_rows(interpreter_env, tmp_pat
     assert not padding.numel() or not bits(padding).any()  # zero, not left over memory
 
 
-# 8-bit B row-major: wgmma reads it K-major, so the launch copies it (k_major_copy) and the kernel reads the copy as
-# a column-major B; a column-major 8-bit B, or a 16-bit B, is read as it is.
+# 8-bit or fp32 B row-major: wgmma reads it K-major, so the launch copies it (k_major_copy) and the kernel reads the
+# copy as a column-major B; a column-major one, or a 16-bit B, is read as it is.
 @pytest.mark.parametrize("dtype,col_b,copied", [("fp8", False, True), ("int8", False, True), ("fp8", True, False),
-                                                ("fp16", False, False)])
-def test_an_8_bit_row_major_b_is_copied_k_major(tmp_path, interpreter_env, monkeypatch, dtype, col_b, copied):
-    config = TMA_CONFIGS[0] if dtype == "fp16" else TMA_8BIT_CONFIGS[0]
+                                                ("fp32", False, True), ("fp32", True, False), ("fp16", False, False)])
+def test_an_8_or_32_bit_row_major_b_is_copied_k_major(tmp_path, interpreter_env, monkeypatch, dtype, col_b, copied):
+    config = TMA_8BIT_CONFIGS[0] if dtype in ("fp8", "int8") else TMA_CONFIGS[0]
     p = problem(64, 64, 256, dtype, col_b=col_b, dtype_c={"fp8": "fp16", "int8": "int32"}.get(dtype))
     module = load_module(write_module(p, [config], tmp_path))
     spy = spied(monkeypatch, module, config)

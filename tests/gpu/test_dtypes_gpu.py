@@ -1,9 +1,11 @@
 """On a GPU (`pytest -m gpu`): fp8 (per-tensor scales) and int8 (int32 output) configs compile ahead of launch and
 are right against float64 at odd and even sizes, both layouts, split-K, bias; the baselines (torch._scaled_mm,
-torch._int_mm and their fallbacks) run and agree; a short fp8 tune records an entry with its baseline."""
+torch._int_mm and their fallbacks, torch.matmul as TF32 for fp32) run and agree; a short fp8 tune records an entry
+with its baseline."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import pytest
@@ -13,7 +15,7 @@ from helpers import problem
 
 from gen import write_module
 from gen.loader import load_module
-from profiling.baselines import baseline_for, baseline_label
+from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, MATMUL_TF32, baseline_for, baseline_label
 from prune.config import ATOMIC_REDUCE, Config
 from tuner.cli import main
 
@@ -70,6 +72,9 @@ def test_int8_configs_are_exact(tmp_path, M, N, K, col_a, col_b, bias):
     pytest.param("fp8", "bf16", False, marks=needs_fp8),  # dequantized torch.matmul
     ("int8", "int32", False),  # torch._int_mm
     ("int8", "int32", True),
+    ("fp32", "fp32", False),  # torch.matmul as TF32
+    ("fp16", "fp32", False),  # a wider C: torch.mm with out_dtype
+    ("bf16", "fp32", True),
 ])
 @pytest.mark.parametrize("bias", [False, True])
 def test_the_baseline_runs_on_the_configs_operands(tmp_path, dtype, dtype_c, col_b, bias):
@@ -80,10 +85,27 @@ def test_the_baseline_runs_on_the_configs_operands(tmp_path, dtype, dtype_c, col
     assert baseline.label == baseline_label(p)
     a, b, c, *extra = operands
     module.poison(c)
-    baseline(0)
+    with baseline.precision():
+        baseline(0)
     torch.cuda.synchronize()
-    if "(" not in baseline.label:  # the library call wrote C: it must be the configs' product
+    if baseline.label not in (FP8_DEQUANTIZED, INT8_AS_FP32):  # the library call wrote C: the configs' product
         assert module.relative_error(c, a, b, *extra) <= p.dtype_a.tolerance, baseline.label
+
+
+def test_the_fp32_baseline_runs_as_tf32_inside_its_precision_only(tmp_path):
+    # TF32 keeps 10 of fp32's 23 mantissa bits: ~3e-4 relative error at this size, against ~1e-6 in full precision
+    p = problem(1024, 512, 768, "fp32")
+    module = load_module(write_module(p, CONFIGS[:1], tmp_path))
+    a, b, c = module.make_operands(module.PROBLEM, "cuda", seed=4)[:3]
+    baseline = baseline_for([(a, b, c)])
+    assert baseline.label == MATMUL_TF32
+    errors = []
+    for tf32 in (True, False):
+        module.poison(c)
+        with baseline.precision() if tf32 else contextlib.nullcontext():
+            baseline(0)
+        errors.append(module.relative_error(c, a, b))
+    assert 1e-4 < errors[0] <= p.dtype_a.tolerance and errors[1] < 1e-5, errors
 
 
 @needs_fp8

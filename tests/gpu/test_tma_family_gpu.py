@@ -1,5 +1,5 @@
 """On a Hopper GPU (`pytest -m gpu`): the persistent TMA family compiles ahead of launch the very binary the launch
-uses, runs right (fp16/bf16; fp8/bf8 with scales and int8 into int32; C stored through its descriptor or, unaligned,
+uses, runs right (fp16/bf16; fp32 as tf32; fp8/bf8 with scales and int8 into int32; C stored through its descriptor or, unaligned,
 through pointers in place; SWAP_AB configs through C^T), and times whole."""
 
 from __future__ import annotations
@@ -56,6 +56,24 @@ SIZES = [  # M, N, K, col_a, col_b
 @pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
 def test_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, col_a, col_b):
     check_compiled_ahead(tmp_path, problem(M, N, K, dtype, col_a, col_b), CONFIGS)
+
+
+# fp32 runs as tf32: K tiles of 32 (128 bytes); its stages and output tile take twice fp16's shared memory
+CONFIGS_FP32 = [
+    Config(128, 128, 32, 8, 1, 8, 4, PERSISTENT_TMA=1),
+    Config(128, 256, 32, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1),
+    Config(128, 256, 32, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1, EPILOGUE_SUBTILE=1),
+    Config(128, 256, 32, 8, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, STREAM_K=1),
+    Config(128, 128, 32, 8, 2, 8, 4, PERSISTENT_TMA=1, FUSED_REDUCE=1),
+]
+
+
+# B row-major is read from its K-major copy (k_major_copy), B column-major as it is; a column-major A is re-laid out
+# by Triton inside the kernel
+@pytest.mark.parametrize("M,N,K,col_a,col_b", SIZES)
+def test_fp32_runs_as_tf32_compiled_ahead_and_correct(tmp_path, M, N, K, col_a, col_b):
+    ahead = check_compiled_ahead(tmp_path, problem(M, N, K, "fp32", col_a, col_b), CONFIGS_FP32)
+    assert set(ahead.values()) == {"ok"}, ahead
 
 
 # C^T = B^T A^T: B^T and A^T are column-major operands, C^T is stored through pointers

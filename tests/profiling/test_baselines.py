@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import torch
 from helpers import problem
 
 from gen import write_module
@@ -15,9 +16,11 @@ from profiling.baselines import (
     INT8_AS_FP32,
     INT_MM,
     MATMUL,
+    MATMUL_TF32,
     SCALED_MM,
     baseline_for,
     baseline_label,
+    peer_precision,
 )
 from prune.config import Config
 from tuner.results import ResultEntry
@@ -38,7 +41,7 @@ def _family_problem(family, M, N, K, dtype, dtype_c, col_a=False, col_b=False, b
 
 CASES = [  # dtype, dtype_c, M, N, K, col_a, col_b: the baseline that runs
     ("fp16", "fp16", 33, 17, 40, False, False, MATMUL),
-    ("fp32", "fp32", 33, 17, 40, True, True, MATMUL),
+    ("fp32", "fp32", 33, 17, 40, True, True, MATMUL_TF32),
     ("fp8", "fp16", 33, 32, 48, False, True, SCALED_MM),
     ("fp8", "fp32", 33, 32, 48, False, False, FP8_DEQUANTIZED),  # B row-major
     ("fp8", "bf16", 33, 32, 48, True, True, FP8_DEQUANTIZED),  # A column-major
@@ -60,7 +63,8 @@ def test_each_baseline_computes_the_configs_product(family, dtype, dtype_c, M, N
     for launch, operands in enumerate(sets):
         a, b, c, *extra = operands
         family.poison(c)
-        baseline(launch)
+        with baseline.precision():
+            baseline(launch)
         if expected in (FP8_DEQUANTIZED, INT8_AS_FP32):
             continue  # the fallback writes its own output, in its own dtype; timing only
         assert family.relative_error(c, a, b, *extra) <= p.tolerance, (launch, expected)
@@ -69,7 +73,9 @@ def test_each_baseline_computes_the_configs_product(family, dtype, dtype_c, M, N
 def test_a_fallback_is_fed_the_dequantized_operands(family):
     p = _family_problem(family, 33, 32, 48, "fp8", "fp32")
     a, b, c, bias, scale_a, scale_b = family.make_operands(p, "cpu")
-    baseline_for([(a, b, c, bias, scale_a, scale_b)])(0)
+    baseline = baseline_for([(a, b, c, bias, scale_a, scale_b)])
+    with baseline.precision():
+        baseline(0)
     assert family.relative_error(c, a, b, None, scale_a, scale_b) < 1e-5  # fp32: only the dequantization rounds
 
 
@@ -84,3 +90,27 @@ def test_the_results_entry_names_a_baseline_other_than_torch_matmul():
     assert entry(replace(problem(64, 64, 64, "int8", dtype_c="int32"), bias=True))["matmul_baseline"] == INT_MM
     no_baseline = ResultEntry(problem(64, 64, 64, "fp8", dtype_c="fp16"), Config(32, 32, 32), 1.0, 2.0, "g", "c")
     assert "matmul_baseline" not in no_baseline.to_mapping()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8])
+@pytest.mark.parametrize("before", ["highest", "medium"])
+def test_peers_of_fp32_inputs_run_as_tf32_and_the_precision_before_comes_back(dtype, before):
+    saved = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(before)
+    try:
+        with peer_precision(dtype):
+            inside = torch.get_float32_matmul_precision()
+        assert inside == ("high" if dtype == torch.float32 else before)
+        assert torch.get_float32_matmul_precision() == before
+        with pytest.raises(KeyError), peer_precision(dtype):
+            raise KeyError("a failed timing")
+        assert torch.get_float32_matmul_precision() == before
+    finally:
+        torch.set_float32_matmul_precision(saved)
+
+
+def test_an_fp32_baseline_enters_tf32(family):
+    sets = [family.make_operands(_family_problem(family, 33, 17, 40, "fp32", "fp32"), "cpu")]
+    baseline = baseline_for(sets)
+    with baseline.precision():
+        assert torch.get_float32_matmul_precision() == "high"

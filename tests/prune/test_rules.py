@@ -434,6 +434,9 @@ ALIGN = {"PERSISTENT_TMA": 1, "ALIGN_ROWS": 1}
     ((4096, 4096, 4112), "fp8", False, True, True),  # 1-byte rows of 4112 bytes: A's, a column-major B's transpose
     ((4096, 4112, 4096), "fp8", False, False, False),  # a row-major 8-bit B is copied K-major, into whole lines
     ((4096, 4104, 4104), "fp8", False, True, False),  # 4104 bytes: not 16-byte aligned, always copied
+    ((4096, 4100, 4096), "fp32", False, False, False),  # a row-major fp32 B is copied K-major too (tf32 wgmma)
+    ((4096, 4100, 4096), "fp32", False, True, False),  # column-major: rows of K, whole lines
+    ((4096, 4096, 4100), "fp32", False, True, True),  # 16,400-byte rows of A and of B's transpose
 ])
 def test_align_rows_only_where_a_row_starts_16_byte_aligned_off_a_line(size, dtype, col_a, col_b, kept):
     config = Config(128, 256, 128 if dtype == "fp8" else 64, num_warps=8, num_stages=3, **ALIGN)
@@ -442,7 +445,7 @@ def test_align_rows_only_where_a_row_starts_16_byte_aligned_off_a_line(size, dty
     assert RULES_BY_NAME["align_rows"].keep(p, replace(config, ALIGN_ROWS=0), IP)
     b_row = (size[2] if col_b else size[1]) * DTYPES[dtype].bytes
     assert operand_row_bytes(p) == ((size[0] if col_a else size[2]) * DTYPES[dtype].bytes,
-                                    128 if dtype == "fp8" and not col_b else b_row)
+                                    128 if dtype != "fp16" and not col_b else b_row)
 
 
 EDGE = {"PERSISTENT_TMA": 1, "NARROW_EDGE": 1}
@@ -541,15 +544,15 @@ def test_align_rows_only_in_the_tma_family_and_kept_by_pruning_where_it_copies()
 
 @pytest.mark.parametrize("dtype,dtype_c,block_k,kept", [
     ("bf16", "bf16", 64, True),
-    ("fp32", "fp32", 64, False),  # not checked on a GPU yet
-    ("fp32", "fp32", 128, False),
+    ("fp32", "fp32", 16, False),  # 64-byte K rows
+    ("fp32", "fp32", 32, True),  # tf32
     ("fp8", "fp16", 64, False),  # 64-byte K rows: below the 128-byte swizzle
     ("fp8", "fp16", 128, True),
     ("bf8", "bf16", 256, True),
     ("int8", "int32", 64, False),
     ("int8", "int32", 128, True),
 ])
-def test_tma_family_takes_16_and_8_bit_inputs_in_k_rows_of_128_bytes(dtype, dtype_c, block_k, kept):
+def test_tma_family_takes_every_input_type_in_k_rows_of_128_bytes(dtype, dtype_c, block_k, kept):
     config = Config(128, 128, block_k, num_stages=2, **TMA)
     assert RULES_BY_NAME["tma_tile"].keep(problem(4096, 4096, 4096, dtype, col_b=True, dtype_c=dtype_c), config,
                                           IP) is kept
