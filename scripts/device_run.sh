@@ -2,6 +2,7 @@
 # One device-machine call: GPU tests, then full-space tuning of the closing-note sizes and the benchmark.
 # Usage (device tool, carry .whl): bash scripts/device_run.sh tests [FILES] | breakdown M N K CONFIG... |
 #   sizes SIZES_FILE [TUNER ARGS] | search SIZES_FILE [BENCH_SEARCH ARGS] | bench RESULTS_FILE | tune
+# tests: FILES are test files only; TEST_K="expression" passes `-k expression` to each file's pytest.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1
@@ -10,10 +11,13 @@ export PYTHONUNBUFFERED=1
 export PYTHONPYCACHEPREFIX=/tmp/pycache
 ROOT=$PWD
 mode=${1:-tests}; shift || true
-# Everything goes to /tmp/o_MODE, packed into one archive per mode in $OUT at the end (the device tool returns at
-# most 8 files; one archive per mode, so that modes chained in one call do not overwrite each other's logs).
+# Everything goes to /tmp/o_MODE, packed into one archive per run of a mode in $OUT at the end (the device tool
+# returns at most 8 files; one archive per run, so that runs chained in one call do not overwrite each other's logs:
+# device_out_tests.tgz, then device_out_tests_2.tgz, ...).
 FINAL=${OUT:-/tmp/out}; OUT=/tmp/o_$mode; rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
-trap 'tar -czf "$FINAL/device_out_$mode.tgz" -C "$OUT" .' EXIT
+archive=$FINAL/device_out_$mode.tgz; run=1
+while [ -e "$archive" ]; do run=$((run + 1)); archive=$FINAL/device_out_${mode}_$run.tgz; done
+trap 'tar -czf "$archive" -C "$OUT" .' EXIT
 # each mode's run ends before the device call's limit, so that the archive of its logs is still written
 bounded() { timeout "${RUN_SECONDS:-560}" "$@"; }
 without_ir() { grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\."; }  # drops the MLIR a failing compile dumps
@@ -26,8 +30,11 @@ if [ "$mode" = tests ]; then
     tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}
   deadline=$(( $(date +%s) + ${TEST_SECONDS:-270} ))
   for file in $files; do
+    [ -f "$file" ] || { echo "not a test file: $file (pytest options go in TEST_K)" | tee -a "$OUT/pytest_gpu.log"; exit 2; }
+  done
+  for file in $files; do
     left=$(( deadline - $(date +%s) )); [ "$left" -gt 5 ] || { echo "not run (time): $file" | tee -a "$OUT/pytest_gpu.log"; continue; }
-    timeout "$left" python3 -m pytest -m gpu -q -s -p no:cacheprovider --tb=short -rfE "$file" 2>&1 \
+    timeout "$left" python3 -m pytest -m gpu -q -s -p no:cacheprovider --tb=short -rfE ${TEST_K:+-k "$TEST_K"} "$file" 2>&1 \
       | tee -a "$OUT/pytest_gpu.log" | grep -E "passed|failed|FAILED|ERROR|compile ahead" | tail -15
   done
 fi

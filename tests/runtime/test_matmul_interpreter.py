@@ -37,6 +37,7 @@ RESULTS = f"""\
 - {{M: 40, N: 36, K: 96, rowMajorB: N, BLOCK_SIZE_M: 32, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 1, SPLIT_K: 2, num_warps: 1, num_stages: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: bf16, gpu: {CPU}}}
 - {{M: 70, N: 130, K: 200, rowMajorB: N, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: fp16, gpu: {CPU}}}
 - {{M: 70, N: 130, K: 200, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, EPILOGUE_SUBTILE: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: fp16, gpu: {CPU}}}
+- {{M: 70, N: 130, K: 90, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, dtype_a: fp32, dtype_b: fp32, dtype_c: fp32, gpu: {CPU}}}
 - {{M: 33, N: 17, K: 70, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 32, SPLIT_K: 2, num_warps: 1, num_stages: 1, dtype_a: int8, dtype_b: int8, dtype_c: int32, gpu: {CPU}}}
 """
 SCALES = [0.5, 0.125]  # fp8's per-tensor scales in the cases that pass them
@@ -71,6 +72,7 @@ CASES = [
     _case("tuned persistent TMA fp8 TN, scaled", 70, 130, 200, "fp8", col_b=True, scales=SCALES, rule="exact"),
     _case("tuned persistent TMA fp8 TT (B copied K-major), split epilogue, scaled", 70, 130, 200, "fp8",
           scales=SCALES, rule="exact"),
+    _case("tuned persistent TMA fp32 TT (B copied K-major)", 70, 130, 90, "fp32", rule="exact"),
     _case("tuned int8 TT split-K into int32", 33, 17, 70, "int8", rule="exact"),
     _case("fp8 without scales", 19, 13, 21, "fp8", col_b=True),
     _case("default bf8 TN into fp32, scaled", 19, 13, 21, "bf8", col_b=True, out_dtype="fp32", scales=SCALES),
