@@ -946,8 +946,8 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
 
 def takes_copies(problem, align_rows: bool = False) -> bool:
     """Whether a launch on this problem's contiguous operands copies one of them, as tma_arguments decides: an 8-bit
-    or fp32 row-major B (k_major_copy), or a row of A (K elements), of a column-major A's transpose (M), of B (N) or of a
-    column-major B's transpose (K) that does not start 16-byte aligned, or with align_rows 128-byte aligned."""
+    or fp32 row-major B (k_major_copy), or a row of A (K elements), of a column-major A's transpose (M), of B (N) or
+    of a column-major B's transpose (K) that does not start 16-byte aligned, or with align_rows 128-byte aligned."""
     if copies_b_k_major(problem.dtype_b.itemsize, problem.col_b):
         return True
     row_bytes = [(problem.M if problem.col_a else problem.K) * problem.dtype_a.itemsize,

@@ -17,7 +17,7 @@ goes into the results entry.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -117,7 +117,7 @@ class Baseline:
         `precision()`: setting the precision at each call would add host time before every launch."""
         self.calls[launch % len(self.calls)]()
 
-    def precision(self):
+    def precision(self) -> AbstractContextManager[None]:
         """peer_precision for this baseline's inputs: TF32 allowed for fp32 ones."""
         return peer_precision(self.dtype)
 

@@ -1,6 +1,6 @@
 """On a Hopper GPU (`pytest -m gpu`): the persistent TMA family compiles ahead of launch the very binary the launch
-uses, runs right (fp16/bf16; fp32 as tf32; fp8/bf8 with scales and int8 into int32; C stored through its descriptor or, unaligned,
-through pointers in place; SWAP_AB configs through C^T), and times whole."""
+uses, runs right (fp16/bf16; fp32 as tf32; fp8/bf8 with scales and int8 into int32; C stored through its descriptor
+or, unaligned, through pointers in place; SWAP_AB configs through C^T), and times whole."""
 
 from __future__ import annotations
 
