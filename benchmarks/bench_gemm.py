@@ -97,6 +97,8 @@ def inductor_target(label: str, operands: tuple) -> tuple:
         a, b = (a.float() * scale_a).to(c.dtype), (b.float() * scale_b).to(c.dtype)
     elif label == INT8_AS_FP32:
         a, b, bias = a.float(), b.float(), None if bias is None else bias.float()
+    if c.dtype != a.dtype:  # fp16/bf16 into an fp32 C: the product cast up, a cast Inductor fuses into its template
+        return (lambda a, b, bias: _with_bias(torch.matmul(a, b).to(c.dtype), bias)), (a, b, bias)
     return (lambda a, b, bias: _with_bias(torch.matmul(a, b), bias)), (a, b, bias)
 
 

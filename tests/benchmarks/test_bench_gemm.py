@@ -62,6 +62,17 @@ def test_max_autotune_compiles_the_dense_baseline_with_its_bias(bias):
     assert torch.allclose(function(*arguments), expected)
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_max_autotune_writes_a_c_wider_than_the_inputs_in_c_s_dtype(bias):
+    a, b, c, *extra = _operands(torch.float32, bias)  # C and the bias fp32, the inputs bf16
+    a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    function, arguments = _bench().inductor_target(MATMUL, (a, b, c, *extra))
+    product = function(*arguments)
+    expected = a.double() @ b.double() + (extra[0][:, None].double() if bias else 0)
+    assert product.dtype == torch.float32
+    assert ((product.double() - expected).norm() / expected.norm()) < 1e-2
+
+
 def test_max_autotune_of_a_dequantized_fallback_runs_on_the_inputs_the_baseline_uses():
     a, b, c, bias, scale_a, scale_b = _operands(torch.float32, True, fp8=True)
     function, arguments = _bench().inductor_target(FP8_DEQUANTIZED, (a, b, c, bias, scale_a, scale_b))
