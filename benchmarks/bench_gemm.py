@@ -47,6 +47,7 @@ from profiling.baselines import (  # noqa: E402
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
     INT_MM,
+    MATMUL,
     SCALED_MM,
     Baseline,
     baseline_for,
@@ -97,7 +98,7 @@ def inductor_target(label: str, operands: tuple) -> tuple:
         a, b = (a.float() * scale_a).to(c.dtype), (b.float() * scale_b).to(c.dtype)
     elif label == INT8_AS_FP32:
         a, b, bias = a.float(), b.float(), None if bias is None else bias.float()
-    if c.dtype != a.dtype:  # fp16/bf16 into an fp32 C: the product cast up, a cast Inductor fuses into its template
+    if label == MATMUL and c.dtype != a.dtype:  # fp16/bf16 into an fp32 C: the product cast up, fused by Inductor
         return (lambda a, b, bias: _with_bias(torch.matmul(a, b).to(c.dtype), bias)), (a, b, bias)
     return (lambda a, b, bias: _with_bias(torch.matmul(a, b), bias)), (a, b, bias)
 
