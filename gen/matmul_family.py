@@ -18,6 +18,9 @@ import triton.language as tl
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 REDUCE_BLOCK = tl.constexpr(64)  # tile edge of the split-K reduction kernel
+# Tiles of fewer rows than the smallest matrix instruction's (mma m16) multiply without one (row_products): M of a
+# few rows, as in decoding one token per sequence.
+DOT_MIN_ROWS = tl.constexpr(16)
 # FUSED_REDUCE: how a split tile's K slices sum their partial tiles inside the GEMM (0: a reduction kernel after it)
 SLOT_SUM = tl.constexpr(1)  # a slot per slice; the last slice to finish sums the slots in slice order
 ATOMIC_SUM = tl.constexpr(2)  # every slice adds into the tile's one running sum; the last to finish reads it
@@ -111,6 +114,26 @@ def dot_accumulate(a, b, acc):
 
 
 @triton.jit
+def load_operands(a_ptrs, b_ptrs, offs_k, k_left, EVEN_K: tl.constexpr, A_EVICTION: tl.constexpr,
+                  B_EVICTION: tl.constexpr):
+    """A's and B's tiles of one K step, with the L2 eviction policies given ("" for the default); zeros past K's end
+    (k_left elements left) unless EVEN_K."""
+    if EVEN_K:
+        return (tl.load(a_ptrs, eviction_policy=A_EVICTION), tl.load(b_ptrs, eviction_policy=B_EVICTION))
+    return (tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0, eviction_policy=A_EVICTION),
+            tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0, eviction_policy=B_EVICTION))
+
+
+@triton.jit
+def row_products(a, b, acc):
+    """acc + every product a[m, k] * b[k, n] of a tile with fewer rows than a matrix instruction (BLOCK_SIZE_M <
+    DOT_MIN_ROWS), in acc's type and kept apart by k (acc: BLOCK_SIZE_M x BLOCK_SIZE_K x BLOCK_SIZE_N); the K loop sums
+    them over k once, after it. Such a GEMM only streams B, at a rate set by its loads: a tl.dot would pad the rows to
+    its instruction's 16 and stage B through shared memory for it."""
+    return acc + a.to(acc.dtype)[:, :, None] * b.to(acc.dtype)[None, :, :]
+
+
+@triton.jit
 def matmul_tile(
     a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, partials_ptr, arrivals_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_cs, stride_bias,
@@ -138,18 +161,23 @@ def matmul_tile(
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
 
     acc_dtype = tl.float32 if a_ptr.type.element_ty != tl.int8 else tl.int32  # int8 dots accumulate exactly
-    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
+    if BLOCK_SIZE_M < DOT_MIN_ROWS:  # every product kept apart until after the loop (row_products)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_K, BLOCK_SIZE_N), dtype=acc_dtype)
+    else:
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K * SPLIT_K)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
+        k_left = K - k * BLOCK_SIZE_K * SPLIT_K
+        if BLOCK_SIZE_M < DOT_MIN_ROWS:
+            # B streams past once while every program reads A: B's lines are the first to leave L2, A's the last
+            a, b = load_operands(a_ptrs, b_ptrs, offs_k, k_left, EVEN_K, "evict_last", "evict_first")
+            acc = row_products(a, b, acc)
         else:
-            k_left = K - k * BLOCK_SIZE_K * SPLIT_K
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        acc = dot_accumulate(a, b, acc)
+            a, b = load_operands(a_ptrs, b_ptrs, offs_k, k_left, EVEN_K, "", "")
+            acc = dot_accumulate(a, b, acc)
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
+    if BLOCK_SIZE_M < DOT_MIN_ROWS:
+        acc = tl.sum(acc, axis=1)
 
     if FUSED_REDUCE:
         finish_split_tile(acc, partials_ptr, arrivals_ptr, pid_k, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr, offs_m,

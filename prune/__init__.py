@@ -40,8 +40,18 @@ def prune(
     failure removes all its family variants; `family_rules` then check each variant. The outcome is
     that of checking every config of the space against `rules + family_rules` in order, the group_m rule
     completed with the space's GROUP_SIZE_M values (_one_group_order); a rule that names the fields it reads
-    (Rule.reads) is asked once per combination of their values, its answer then reused."""
+    (Rule.reads) is asked once per combination of their values, its answer then reused. The space is pruned product by
+    product (RangeSpace.parts), each with its own kernel families."""
     removed = {rule.name: 0 for rule in rules + family_rules}
+    kept: list[Config] = []
+    for part in space.parts():
+        kept += _pruned_part(problem, device, part, rules, family_rules, removed)
+    return PruneResult(kept, len(space), removed)
+
+
+def _pruned_part(problem: GemmProblem, device: DeviceProfile, space: RangeSpace, rules: tuple[Rule, ...],
+                 family_rules: tuple[Rule, ...], removed: dict[str, int]) -> list[Config]:
+    """prune() over one product of the space (RangeSpace.parts), counting each removal in `removed`."""
     families = space.families()
     kept: list[Config] = []
     rules = tuple(_one_group_order(rule, space.group_m) if rule.name == GROUP_RULE else rule for rule in rules)
@@ -74,7 +84,7 @@ def prune(
                 kept.append(config)
             else:
                 removed[failed.name] += 1
-    return PruneResult(kept, len(space), removed)
+    return kept
 
 
 class _Check:

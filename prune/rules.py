@@ -63,9 +63,32 @@ def epilogue_shared_bytes(problem: GemmProblem, config: Config) -> int:
     return tile_c // 2 if config.EPILOGUE_SUBTILE else tile_c
 
 
+# Tiles of fewer rows than this multiply without a matrix instruction (gen.matmul_family.DOT_MIN_ROWS, row_products):
+# mma's and mfma's least M.
+DOT_MIN_ROWS = 16
+# The bytes of one vector load: a tile without a matrix instruction gives each thread at least one of its elements
+VECTOR_BYTES = 16
+
+
+def next_power_of_two(value: int) -> int:
+    return 1 << (value - 1).bit_length()
+
+
+def without_instruction(config: Config) -> bool:
+    """Whether the plain family multiplies the tile without a matrix instruction (gen.matmul_family.row_products)."""
+    return config.BLOCK_SIZE_M < DOT_MIN_ROWS
+
+
 def _matrix_instruction(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Every warp must own at least one instruction tile, else warps duplicate work. On AMD the config
     # picks the MFMA size (matrix_instr_nonkdim) and packs kpack operands along K.
+    if without_instruction(config):
+        # Only where M itself is shorter than an instruction, as in decoding: such a GEMM streams B, which a tl.dot
+        # stages through shared memory for an instruction that is mostly padding. No taller than M needs, and every
+        # thread loads a vector of B at least.
+        threads = config.num_warps * device.warp_size
+        return (problem.M < DOT_MIN_ROWS and config.BLOCK_SIZE_M <= next_power_of_two(problem.M)
+                and config.BLOCK_SIZE_K * config.BLOCK_SIZE_N >= threads * VECTOR_BYTES // problem.dtype_b.bytes)
     instr_m = config.matrix_instr_nonkdim or device.instr_m
     instr_n = config.matrix_instr_nonkdim or device.instr_n
     instr_k = device.instr_k(problem.dtype_a.bytes) * (config.kpack or 1)
@@ -164,8 +187,12 @@ def _shared_memory(problem: GemmProblem, config: Config, device: DeviceProfile) 
 
 
 def accumulator_registers(config: Config, device: DeviceProfile) -> float:
-    """Registers a thread holds of the BLOCK_M x BLOCK_N fp32 (or int32) accumulator."""
-    return config.BLOCK_SIZE_M * config.BLOCK_SIZE_N / (config.num_warps * device.warp_size)
+    """Registers a thread holds of the BLOCK_M x BLOCK_N fp32 (or int32) accumulator; BLOCK_K times as many for a tile
+    multiplied without a matrix instruction, whose products are summed over K after the loop."""
+    elements = config.BLOCK_SIZE_M * config.BLOCK_SIZE_N
+    if without_instruction(config):
+        elements *= config.BLOCK_SIZE_K
+    return elements / (config.num_warps * device.warp_size)
 
 
 def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -175,7 +202,11 @@ def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceP
     # accumulator registers a thread) took 174 registers and no stack.
     # Tiles wider than WIDEST_PART are the warp-group kernel's alone, whose consumers get registers of their own
     # (rule warp_group_tiles).
+    # A tile without a matrix instruction holds its loaded B tile in registers too, and streams B at a rate set by the
+    # loads in flight, more of them with more programs per SM: a quarter.
     budget = device.max_registers_per_thread + 1
+    if without_instruction(config):
+        return accumulator_registers(config, device) <= budget // 4
     return (config.BLOCK_SIZE_N > WIDEST_PART
             or accumulator_registers(config, device) <= (budget * 9 // 16 if is_compound(config) else budget // 2))
 
@@ -578,7 +609,9 @@ RULES: tuple[Rule, ...] = (
     # next: it removes half the space (FUSED_REDUCE without a split) at the cost of one comparison each
     Rule("fused_reduce", "FUSED_REDUCE only with SPLIT_K > 1", _fused_reduce_with_split_k,
          ("SPLIT_K", "FUSED_REDUCE")),
-    Rule("matrix_instruction", "block >= matrix-instruction tile, one per warp at least", _matrix_instruction,
+    Rule("matrix_instruction", f"block >= matrix-instruction tile, one per warp at least; BLOCK_M < {DOT_MIN_ROWS} (no "
+         f"instruction) only for M < {DOT_MIN_ROWS}, no taller than M needs, a vector of B per thread",
+         _matrix_instruction,
          (*TILE, "BLOCK_SIZE_K", "num_warps", "matrix_instr_nonkdim", "kpack")),
     Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs)",
          _k_tiling, ("BLOCK_SIZE_K", "SPLIT_K")),
@@ -588,8 +621,8 @@ RULES: tuple[Rule, ...] = (
          _group_m, ("BLOCK_SIZE_M", "GROUP_SIZE_M", "SWAP_AB")),
     Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory,
          (*TILE, "BLOCK_SIZE_K", "num_stages")),
-    Rule("registers", "fp32 accumulator <= half the registers of a thread", _accumulator_registers,
-         (*TILE, "num_warps")),
+    Rule("registers", "fp32 accumulator <= half the registers of a thread (a quarter without a matrix instruction)",
+         _accumulator_registers, (*TILE, "BLOCK_SIZE_K", "num_warps")),
     Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized, TILE),
     Rule("large_gemm", "when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= 32, num_warps >= 4", _large_gemm,
          (*TILE, "BLOCK_SIZE_K", "num_warps")),

@@ -49,10 +49,19 @@ class RangeSpace:
     narrow_edge: tuple[int, ...] = (0,)
     warp_groups: tuple[int, ...] = (0,)
     schedule_hint: tuple[str | None, ...] = (None,)  # AMD-only, as the knobs above
+    # A second product of values the space also holds (its own `also` ignored): configs whose values the rules keep
+    # for few problems, apart so that the pruner does not walk them with every other field's values
+    also: RangeSpace | None = None
+
+    def parts(self) -> tuple[RangeSpace, ...]:
+        """The products the space is the union of: its own values, then those of `also`."""
+        own = replace(self, also=None)
+        return (own,) if self.also is None else (own, replace(self.also, also=None))
 
     def _ranges(self) -> dict[str, tuple]:
-        """Config field -> values, for every field but the kernel-family knobs."""
-        return {_CONFIG_FIELD[f.name]: getattr(self, f.name) for f in fields(self) if f.name not in _FAMILY_FIELDS}
+        """Config field -> values, for every field but the kernel-family knobs (of this product alone)."""
+        return {_CONFIG_FIELD[f.name]: getattr(self, f.name) for f in fields(self)
+                if f.name not in _FAMILY_FIELDS and f.name != "also"}
 
     def families(self) -> list[dict[str, int]]:
         """Kernel-family knob settings: the knobs after PERSISTENT_TMA exist only with it, and WARP_GROUPS (the last)
@@ -71,18 +80,25 @@ class RangeSpace:
         return tuple(ranges), itertools.product(*ranges.values())
 
     def tile_configs(self) -> list[Config]:
-        """Every combination of the other fields, with the family knobs off."""
-        names, combinations = self.tile_values()
-        return [Config.from_checked(dict(zip(names, values))) for values in combinations]
+        """Every combination of the other fields, with the family knobs off, product by product (parts)."""
+        configs = []
+        for part in self.parts():
+            names, combinations = part.tile_values()
+            configs += [Config.from_checked(dict(zip(names, values))) for values in combinations]
+        return configs
 
     def configs(self) -> list[Config]:
-        return [tile.with_family(family) for tile in self.tile_configs() for family in self.families()]
+        return [tile.with_family(family) for part in self.parts() for tile in part.tile_configs()
+                for family in part.families()]
 
     def __len__(self) -> int:
-        size = len(self.families())
-        for values in self._ranges().values():
-            size *= len(values)
-        return size
+        total = 0
+        for part in self.parts():
+            size = len(part.families())
+            for values in part._ranges().values():
+                size *= len(values)
+            total += size
+        return total
 
 
 COMPOUND_SIDES = (16, 32, 64, 128, 192, 256)  # tile sides with the TMA family's compound tiles (192 = 128 + 64)
@@ -117,15 +133,24 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # tuned there, the winner went from 0.81x cuBLAS (128x128) to 0.92x (128x160; twenty-seventh run). Its 128-row tiles
 # 320 and 384 wide (256 + 64, 256 + 128: cuBLAS's tile at 2048x2560x4096 is 320x128 of C^T) join it too: 128x320 took
 # 61.5 us there, 1.004x cuBLAS, where 256x160 took 66.3 (twenty-ninth run).
+# Tiles of fewer rows than a matrix instruction's (BLOCK_M < 16), which the plain family multiplies without one, for M
+# < 16 (decoding): with B's columns few (down to 1) and its rows long (up to 2048), as a reduction kernel reads a
+# column-major B, whose columns run along K. Measured on the H100 (Triton 3.6, fp16, B column-major, BENCHMARKS.md
+# thirty-second run) at 1x4096x4096, 1x28672x4096 and 1x4096x14336: 18.8, 89.1 and 49.1 us (L2 flushed, interleaved)
+# where the best tl.dot tiles (16 rows) took 22.3, 93.7 and 55.6 and cuBLAS 24.1, 96.9 and 56.9. Its own product
+# (RangeSpace.also): joined to the others, its block sizes would double every size's pruning.
+SMALL_ROW_SPACE = RangeSpace(block_m=(1, 2, 4, 8), block_n=(1, 2, 4, 8, 16, 32, 64, 128),
+                             block_k=(16, 32, 64, 128, 256, 512, 1024, 2048), num_stages=(1, 2, 3),
+                             static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE))
 FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12, 16),
                         warp_groups=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1),
                         epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE),
                         swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
-                        stream_k=(0, SPLIT_TAIL))
+                        stream_k=(0, SPLIT_TAIL), also=SMALL_ROW_SPACE)
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family (with its compound tiles) leaves it,
 # as do STATIC_SHAPE and FUSED_REDUCE until they are measured there (a space file can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
-AMD_SPACE = replace(FULL_SPACE, block_m=RangeSpace.block_m, block_n=RangeSpace.block_n, num_warps=RangeSpace.num_warps,
+AMD_SPACE = replace(FULL_SPACE, also=None, block_m=RangeSpace.block_m, block_n=RangeSpace.block_n, num_warps=RangeSpace.num_warps,
                     warp_groups=(0,), waves_per_eu=(0,),
                     matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,), warp_specialize=(0,),
                     epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
@@ -152,7 +177,8 @@ def deterministic(space: RangeSpace) -> RangeSpace:
     if not tails:
         raise ValueError(f"STREAM_K values {list(space.stream_k)} hold only split tails, which sum atomically and are "
                          "not deterministic: add 0 or 1")
-    return replace(space, fused_reduce=kept, narrow_edge=edges, stream_k=tails)
+    also = None if space.also is None else deterministic(space.also)
+    return replace(space, fused_reduce=kept, narrow_edge=edges, stream_k=tails, also=also)
 
 
 _SPACE_KEYS = {
@@ -198,6 +224,8 @@ def space_from_mapping(mapping: object, where: str, base: RangeSpace = FULL_SPAC
                              "TMA family's compound tiles")
         values[_SPACE_KEYS[key]] = tuple(sorted(set(choices)))
     space = replace(base, **values)
+    if values:  # a space the file names values of is one product: the tiles shorter than an instruction go
+        space = replace(space, also=None)
     if 1 not in space.persistent_tma:  # the knobs that exist only with TMA go with it
         space = replace(space, warp_specialize=(0,), epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,),
                         align_rows=(0,), narrow_edge=(0,), warp_groups=(0,))

@@ -24,7 +24,7 @@ without_ir() { grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\."; }  # drops the MLI
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
 if [ "$mode" = tests ]; then
   # one pytest per file (newest first), so that a time-out loses one file's summary, not all of them
-  files=${*:-tests/gpu/test_warp_group_family_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py
+  files=${*:-tests/gpu/test_small_rows_gpu.py tests/gpu/test_warp_group_family_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py
     tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
     tests/gpu/test_benchmark_gpu.py tests/gpu/test_bench_gemm_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
     tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}

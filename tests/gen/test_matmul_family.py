@@ -1,14 +1,19 @@
-"""gen/matmul_family.grouped_tile under the interpreter: the tile order both families walk, and why pruning keeps
-one GROUP_SIZE_M of those that group every row of tiles (prune.rules.repeats_group_order)."""
+"""gen/matmul_family under the interpreter: grouped_tile, the tile order both families walk, and why pruning keeps
+one GROUP_SIZE_M of those that group every row of tiles (prune.rules.repeats_group_order); tiles of fewer rows than a
+matrix instruction (row_products), right for every input type."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import torch
 import triton
 import triton.language as tl
+from helpers import problem
 
-from gen import matmul_family
+from gen import matmul_family, write_module
+from gen.loader import load_module
 from prune.config import Config
 from runtime import kernels
 
@@ -55,3 +60,34 @@ def test_a_group_of_every_row_computes_c(name):
     c = torch.full((40, 72), float("nan"), dtype=torch.float16)
     kernels.launcher_for(Config.parse(name))(a, b, c)
     assert matmul_family.relative_error(c, a, b) <= 1e-2
+
+
+# Tiles of fewer rows than a matrix instruction (row_products): few columns and long rows, wide and short, split K in
+# all three ways, STATIC_SHAPE.
+SHORT_TILES = [Config.parse(name) for name in (
+    "BM1_BN4_BK512_GM1_SK1_nW4_nS1", "BM1_BN1_BK2048_GM1_SK1_nW8_nS2", "BM2_BN64_BK32_GM1_SK4_nW1_nS3_FR2",
+    "BM4_BN8_BK128_GM4_SK2_nW4_nS2_FR1", "BM8_BN16_BK64_GM1_SK2_nW2_nS2", "BM1_BN32_BK128_GM1_SK1_nW2_nS2_SS1")]
+
+
+@pytest.mark.parametrize("dtype,dtype_c", [("fp16", "fp16"), ("bf16", "bf16"), ("fp32", "fp32"), ("fp16", "fp32"),
+                                           ("fp8", "fp16"), ("int8", "int32")])
+@pytest.mark.parametrize("M,N,K,col_b,bias", [(1, 37, 1000, True, False), (3, 20, 520, False, True),
+                                              (7, 9, 256, True, True)])
+def test_tiles_shorter_than_an_instruction_match_float64(tmp_path, interpreter_env, dtype, dtype_c, M, N, K, col_b,
+                                                          bias):
+    # K = 1000 and 520: a masked K loop for every tile (none divides them); K = 256: the split ones run unmasked
+    p = replace(problem(M, N, K, dtype, col_b=col_b, dtype_c=dtype_c), bias=bias and dtype != "int8")
+    module = load_module(write_module(p, SHORT_TILES, tmp_path))
+    for name, launcher in module.LAUNCHERS.items():
+        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=5)
+        assert error <= p.dtype_a.tolerance, (name, error)
+
+
+def test_a_short_tile_sums_every_product_once():
+    # integers small enough to be exact in fp32: any product left out or counted twice shows
+    a = torch.arange(3 * 40, dtype=torch.float32).reshape(3, 40).remainder(7).half()
+    b = torch.arange(40 * 5, dtype=torch.float32).reshape(40, 5).remainder(5).half()
+    for name in ("BM1_BN4_BK16_GM1_SK1_nW1_nS1", "BM4_BN1_BK64_GM1_SK2_nW1_nS1_FR1"):
+        c = torch.full((3, 5), float("nan"), dtype=torch.float16)
+        kernels.launcher_for(Config.parse(name))(a, b, c)
+        assert torch.equal(c.float(), a.float() @ b.float()), name

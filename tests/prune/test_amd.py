@@ -10,7 +10,7 @@ from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import RULES_BY_NAME, shared_memory_bytes
-from prune.space import AMD_SPACE, FULL_SPACE, space_for
+from prune.space import AMD_SPACE, FULL_SPACE, SMALL_ROW_SPACE, space_for
 
 BIG = problem(4096, 4096, 4096)
 SKINNY = problem(16, 4096, 4096)
@@ -26,8 +26,10 @@ def test_amd_space_adds_the_rocm_knobs():
     # mfma 16/32 x kpack 1/2, waves_per_eu 0; the Hopper families (130 variants of each tile config), STATIC_SHAPE (2)
     # and FUSED_REDUCE (3) are not there
     # nor the compound tile sides (192, and 96, 160, 320 and 384 for N: 6 x 10 block_m x block_n in the full space,
-    # 5 x 5 here), nor 12 or 16 warps
-    assert len(AMD_SPACE) == len(FULL_SPACE) // (130 * 2 * 3) // 60 * 25 * 4 // 6 * 4
+    # 5 x 5 here), nor 12 or 16 warps, nor the tiles shorter than a matrix instruction (FULL_SPACE.also)
+    tile_space = FULL_SPACE.parts()[0]
+    assert len(AMD_SPACE) == len(tile_space) // (130 * 2 * 3) // 60 * 25 * 4 // 6 * 4
+    assert AMD_SPACE.also is None and FULL_SPACE.also is SMALL_ROW_SPACE
     assert all(c.amd_knobs for c in AMD_SPACE.tile_configs()[:100])
     assert not any(c.amd_knobs for c in FULL_SPACE.tile_configs()[:100])
 

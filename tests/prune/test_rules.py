@@ -13,6 +13,7 @@ from prune import FULL_SPACE, PruneResult, RangeSpace, prune
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
 from prune.device import INTERPRETER_PROFILE
 from prune.rules import (
+    DOT_MIN_ROWS,
     FAMILY_RULES,
     RULES,
     RULES_BY_NAME,
@@ -26,6 +27,7 @@ from prune.rules import (
     shared_memory_bytes,
     tail_slices,
     warp_group_warps,
+    without_instruction,
 )
 from tuner.dtypes import DTYPES
 
@@ -41,6 +43,7 @@ BIG = problem(4096, 4096, 4096)
 SKINNY = problem(16, 4096, 4096)
 ODD = problem(33, 17, 40)
 TINY_M = problem(8, 4096, 4096)
+DECODE = problem(1, 4096, 4096, col_b=True)
 MID = problem(1024, 1024, 1024)
 
 IP = INTERPRETER_PROFILE
@@ -61,6 +64,16 @@ CASES = [
     ("matrix_instruction", BIG, C(32, 32, 16, nw=1), SMALL_GPU, False),  # BK 16 < 64 bytes / 2
     ("matrix_instruction", BIG, C(32, 32, 32, nw=1), SMALL_GPU, True),
     ("matrix_instruction", problem(4096, 4096, 4096, "fp32"), C(32, 32, 16, nw=1), SMALL_GPU, True),  # 64/4 = 16
+    # fewer rows than an instruction (multiplied without one): only for M < 16, no taller than M's next power of two,
+    # BK*BN >= a 16-byte vector per thread
+    ("matrix_instruction", DECODE, C(1, 4, 512, nw=4), IP, True),  # 2048 >= 128 threads * 8
+    ("matrix_instruction", DECODE, C(1, 1, 512, nw=4), IP, False),  # 512 < 1024
+    ("matrix_instruction", DECODE, C(2, 4, 512, nw=4), IP, False),  # 2 rows for M = 1
+    ("matrix_instruction", problem(3, 4096, 4096), C(4, 4, 512, nw=4), IP, True),
+    ("matrix_instruction", problem(3, 4096, 4096), C(4, 2, 256, nw=4), IP, False),  # 512 < 128 threads * 8
+    ("matrix_instruction", problem(3, 4096, 4096, "fp32"), C(4, 2, 256, nw=4), IP, True),  # 512 = 128 * 4
+    ("matrix_instruction", SKINNY, C(8, 16, 256, nw=1), IP, False),  # M = 16: an instruction's rows
+    ("matrix_instruction", SKINNY, C(16, 16, 16, nw=2), IP, True),
     # k_tiling: SPLIT_K*BLOCK_K divides K when 16 | K, else masked loop with SPLIT_K=1 and BK < K + 16
     ("k_tiling", BIG, C(128, 128, 64, sk=4), IP, True),  # 4096 % 256 == 0
     ("k_tiling", BIG, C(128, 128, 256, sk=16), IP, True),  # 4096 % 4096 == 0
@@ -97,6 +110,10 @@ CASES = [
     ("registers", BIG, C(256, 128, 64, nw=4), IP, False),  # 256 > 128
     ("registers", BIG, C(256, 256, 64, nw=4), SMALL_GPU, True),  # 65536 / 256 = 256 <= 256
     ("registers", BIG, C(256, 256, 64, nw=2), SMALL_GPU, False),  # 512 > 256
+    # without an instruction every product stays apart until after the K loop: BM*BK*BN, a quarter of the registers
+    ("registers", DECODE, C(1, 8, 1024, nw=4), IP, True),  # 64 <= 64
+    ("registers", DECODE, C(1, 16, 1024, nw=4), IP, False),  # 128 > 64
+    ("registers", DECODE, C(2, 64, 256, nw=8), IP, False),  # 128 > 64
     # block_size: BM <= max(instr_m, 2M), BN <= max(instr_n, 2N)
     ("block_size", SKINNY, C(64, 64, 64), IP, False),  # 64 > 32
     ("block_size", SKINNY, C(32, 256, 64), IP, True),
@@ -702,8 +719,10 @@ def test_prune_counts_add_up(full_results, p, device):
     # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
     # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
     # ATOMIC_REDUCE; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
-    # among them)
-    assert result.space_size == len(FULL_SPACE) == 6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
+    # among them); then the tiles shorter than a matrix instruction, plain family alone: four BLOCK_M, eight BLOCK_N,
+    # eight BLOCK_K, four num_warps, three num_stages
+    assert result.space_size == len(FULL_SPACE) == (6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
+                                                    + 4 * 8 * 8 * 5 * 5 * 4 * 3 * 2 * 3)
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size
@@ -752,8 +771,10 @@ def test_prune_known_counts_on_interpreter(full_results):
     assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 85_000
     # FUSED_REDUCE 1, 2 with SPLIT_K 1, of the configs warp_group_tiles left: 4 of 6 num_warps with 7 of 10 BLOCK_N
     # (all but 96, 320 and 384), 8 warps also with 2 of 60 tile shapes (128x320, 128x384), 12 warps with 3 (192x96,
-    # 192x160, 192x192) and 16 with one (256x160): 174 in 360
-    assert big.removed_by_rule["fused_reduce"] == len(FULL_SPACE) // 5 // 3 * 2 // 60 * 29
+    # 192x160, 192x192) and 16 with one (256x160): 174 in 360; of the tiles shorter than an instruction, all
+    tiles, short = FULL_SPACE.parts()
+    assert big.removed_by_rule["fused_reduce"] == len(tiles) // 5 // 3 * 2 // 60 * 29 + len(short) // 5 // 3 * 2
+    assert not any(c.BLOCK_SIZE_M < 16 for c in big.configs + skinny)  # M >= 16 multiplies with an instruction
     assert not any(c.SWAP_AB for c in big.configs)  # a square C^T takes as many tiles as C
     assert not any(c.ALIGN_ROWS for c in big.configs)  # rows of 8192 bytes: whole 128-byte lines
     assert not any(c.NARROW_EDGE for c in big.configs)  # whole tiles cover N = 4096
@@ -985,3 +1006,22 @@ def test_pruning_by_remembered_answers_keeps_what_asking_every_config_keeps(p, d
     assert remembered.configs == asked.configs  # the same configs in the same order
     assert remembered.removed_by_rule == asked.removed_by_rule
     assert len(asked.configs) < len(RICH_SPACE)
+
+
+def test_decoding_keeps_short_tiles_in_the_plain_family():
+    # M = 1 (one token): tiles of one row, multiplied without an instruction, beside the 16-row tl.dot tiles
+    configs = prune(DECODE, IP).configs
+    short = [c for c in configs if c.BLOCK_SIZE_M < 16]
+    assert short and {c.BLOCK_SIZE_M for c in short} == {1}
+    assert any(c.BLOCK_SIZE_N < 16 and c.BLOCK_SIZE_K > 256 for c in short)  # few columns, long rows
+    assert not any(c.PERSISTENT_TMA for c in short)
+    assert any(c.BLOCK_SIZE_M == 16 for c in configs)
+    three_rows = {c.BLOCK_SIZE_M for c in prune(problem(3, 4096, 4096), IP).configs if c.BLOCK_SIZE_M < 16}
+    assert three_rows == {1, 2, 4}
+
+
+def test_the_rules_and_the_family_agree_on_which_tiles_go_without_an_instruction():
+    from gen import matmul_family
+
+    assert DOT_MIN_ROWS == matmul_family.DOT_MIN_ROWS.value
+    assert without_instruction(C(8, 16, 16)) and not without_instruction(C(16, 16, 16))

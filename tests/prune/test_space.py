@@ -9,7 +9,7 @@ import yaml
 
 from helpers import SMALL_SPACE_YAML
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE, RangeSpace, deterministic,
+from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE, SMALL_ROW_SPACE, RangeSpace, deterministic,
                          space_from_mapping)
 
 
@@ -28,7 +28,8 @@ def test_full_space_ranges_are_the_documented_ones():
                                     warp_groups=(0, 1), persistent_tma=(0, 1),
                                     warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                                     fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
-                                    narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL))
+                                    narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL),
+                                    also=SMALL_ROW_SPACE)
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == AMD_SPACE.warp_groups == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert 1 not in FULL_SPACE.stream_k  # stream-K is opt-in: it lost on every shape measured
@@ -48,11 +49,16 @@ def test_full_space_bounds():
 
 
 def test_full_space_len_matches_configs():
-    tiles = FULL_SPACE.tile_configs()
+    all_tiles = FULL_SPACE.tile_configs()
+    tiles, short = all_tiles[:1_350_000], all_tiles[1_350_000:]
     # 225,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
     assert len(tiles) == len(set(tiles)) == 1_350_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 384, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    # then those shorter than a matrix instruction: 76,800 tile shapes, as often each
+    assert len(short) == len(set(short)) == 460_800 and set(short).isdisjoint(tiles)
+    assert short[0] == Config(1, 1, 16, 1, 1, 1, 1)
+    assert short[-1] == Config(8, 128, 2048, 32, 16, 8, 3, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
     # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
@@ -60,7 +66,7 @@ def test_full_space_len_matches_configs():
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
                                            for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
                                            for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
-    assert len(FULL_SPACE) == 130 * 1_350_000
+    assert len(FULL_SPACE) == 130 * 1_350_000 + 460_800
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
                             warp_groups=(0,))
@@ -155,7 +161,7 @@ def test_mapping_without_tma_drops_its_knobs():
 
 
 def test_a_space_file_asks_for_clusters():
-    assert space_from_mapping({"num_ctas": [2, 1]}, "x") == replace(FULL_SPACE, num_ctas=(1, 2))
+    assert space_from_mapping({"num_ctas": [2, 1]}, "x") == replace(FULL_SPACE, num_ctas=(1, 2), also=None)
     one_tile = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "SPLIT_K": 1,
                 "num_warps": 4, "num_stages": 3}  # the whole space would be 49 million configs
     space = space_from_mapping({"num_ctas": [2, 1], "PERSISTENT_TMA": [0, 1], **one_tile}, "x")
@@ -235,10 +241,11 @@ def test_space_from_mapping_rejects_non_mapping(document):
 def test_a_deterministic_space_drops_only_the_atomic_sums():
     # split-K's running sums, the split edge tiles' and the split tail's (all added to atomically, in no set order)
     assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, FUSED_EDGE),
-                                                stream_k=(0,))
+                                                stream_k=(0,), also=replace(SMALL_ROW_SPACE, fused_reduce=(0, 1)))
     assert deterministic(AMD_SPACE) == AMD_SPACE  # never had them
     # of the 130 family variants, the 64 split tails and the 16 split edges of the others go
-    assert len(deterministic(FULL_SPACE)) == len(FULL_SPACE) // 3 * 2 // 130 * 50
+    tiles, short = FULL_SPACE.parts()
+    assert len(deterministic(FULL_SPACE)) == len(tiles) // 3 * 2 // 130 * 50 + len(short) // 3 * 2
     # stream-K (1) sums in a set order: it stays
     assert deterministic(replace(FULL_SPACE, stream_k=(0, 1, SPLIT_TAIL))).stream_k == (0, 1)
     with pytest.raises(ValueError, match="only atomic sums"):
@@ -247,3 +254,24 @@ def test_a_deterministic_space_drops_only_the_atomic_sums():
         deterministic(replace(FULL_SPACE, narrow_edge=(SPLIT_EDGE,)))
     with pytest.raises(ValueError, match="only split tails"):
         deterministic(replace(FULL_SPACE, stream_k=(SPLIT_TAIL,)))
+
+
+def test_the_full_space_is_two_products_walked_apart():
+    tiles, short = FULL_SPACE.parts()
+    assert short == SMALL_ROW_SPACE and tiles.also is None and tiles == FULL_SPACE.parts()[0]
+    assert len(FULL_SPACE) == len(tiles) + len(short)
+    assert min(tiles.block_m) == 16 and max(short.block_m) < 16  # a matrix instruction's rows, and fewer
+    assert max(short.block_k) == 2048 and min(short.block_n) == 1  # a column-major B's long, few columns
+    assert short.families() == [dict.fromkeys(short.families()[0], 0)]  # the plain family alone
+    configs = RangeSpace(block_m=(16,), block_n=(32,), block_k=(64,), group_m=(1,), split_k=(1,), num_warps=(4,),
+                         num_stages=(2,), also=RangeSpace(block_m=(1, 2), block_n=(4,), block_k=(512,), group_m=(1,),
+                                                          split_k=(1,), num_warps=(4,), num_stages=(1,))).configs()
+    assert [str(c) for c in configs] == ["BM16_BN32_BK64_GM1_SK1_nW4_nS2", "BM1_BN4_BK512_GM1_SK1_nW4_nS1",
+                                         "BM2_BN4_BK512_GM1_SK1_nW4_nS1"]
+
+
+def test_a_space_file_is_one_product_and_deterministic_spaces_keep_both():
+    assert space_from_mapping({"num_stages": [2, 3]}, "sizes.yaml").also is None  # what the file lists is all
+    assert space_from_mapping({"BLOCK_SIZE_M": [1, 16]}, "sizes.yaml").block_m == (1, 16)  # short tiles asked for
+    assert deterministic(FULL_SPACE).also == deterministic(SMALL_ROW_SPACE)
+    assert ATOMIC_REDUCE not in deterministic(FULL_SPACE).also.fused_reduce

@@ -39,6 +39,8 @@ RESULTS = f"""\
 - {{M: 70, N: 130, K: 200, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 128, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, EPILOGUE_SUBTILE: 1, dtype_a: fp8, dtype_b: fp8, dtype_c: fp16, gpu: {CPU}}}
 - {{M: 70, N: 130, K: 90, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, num_warps: 4, num_stages: 2, PERSISTENT_TMA: 1, dtype_a: fp32, dtype_b: fp32, dtype_c: fp32, gpu: {CPU}}}
 - {{M: 33, N: 17, K: 70, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 32, SPLIT_K: 2, num_warps: 1, num_stages: 1, dtype_a: int8, dtype_b: int8, dtype_c: int32, gpu: {CPU}}}
+- {{M: 1, N: 37, K: 700, rowMajorB: N, BLOCK_SIZE_M: 1, BLOCK_SIZE_N: 4, BLOCK_SIZE_K: 512, num_warps: 4, num_stages: 1, gpu: {CPU}}}
+- {{M: 3, N: 50, K: 64, BLOCK_SIZE_M: 4, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, SPLIT_K: 2, num_warps: 1, num_stages: 2, FUSED_REDUCE: 2, gpu: {CPU}}}
 """
 SCALES = [0.5, 0.125]  # fp8's per-tensor scales in the cases that pass them
 
@@ -74,6 +76,8 @@ CASES = [
           scales=SCALES, rule="exact"),
     _case("tuned persistent TMA fp32 TT (B copied K-major)", 70, 130, 90, "fp32", rule="exact"),
     _case("tuned int8 TT split-K into int32", 33, 17, 70, "int8", rule="exact"),
+    _case("tuned one-row tile TN (no matrix instruction)", 1, 37, 700, col_b=True, rule="exact"),
+    _case("tuned four-row tile TT, split K added atomically", 3, 50, 64, rule="exact"),
     _case("fp8 without scales", 19, 13, 21, "fp8", col_b=True),
     _case("default bf8 TN into fp32, scaled", 19, 13, 21, "bf8", col_b=True, out_dtype="fp32", scales=SCALES),
     _case("default fp8 K shorter than a K tile, scaled", 9, 10, 5, "fp8", col_b=True, scales=SCALES),
