@@ -148,10 +148,11 @@ FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_war
                         swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
                         stream_k=(0, SPLIT_TAIL), also=SMALL_ROW_SPACE)
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family (with its compound tiles) leaves it,
-# as do STATIC_SHAPE and FUSED_REDUCE until they are measured there (a space file can ask for them).
+# as do STATIC_SHAPE, FUSED_REDUCE and the tiles shorter than an instruction until they are measured there (a space file
+# can ask for them).
 # Its scheduling hint "none" (the ROCm script's default) goes into results: the ROCm script's reader needs one.
-AMD_SPACE = replace(FULL_SPACE, also=None, block_m=RangeSpace.block_m, block_n=RangeSpace.block_n, num_warps=RangeSpace.num_warps,
-                    warp_groups=(0,), waves_per_eu=(0,),
+AMD_SPACE = replace(FULL_SPACE, also=None, block_m=RangeSpace.block_m, block_n=RangeSpace.block_n,
+                    num_warps=RangeSpace.num_warps, warp_groups=(0,), waves_per_eu=(0,),
                     matrix_instr_nonkdim=(16, 32), kpack=(1, 2), persistent_tma=(0,), warp_specialize=(0,),
                     epilogue_subtile=(0,), stream_k=(0,), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
                     static_shape=(0,), fused_reduce=(0,), schedule_hint=("none",))

@@ -9,8 +9,8 @@ import yaml
 
 from helpers import SMALL_SPACE_YAML
 from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE, SMALL_ROW_SPACE, RangeSpace, deterministic,
-                         space_from_mapping)
+from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE, SMALL_ROW_SPACE, RangeSpace,
+                         deterministic, space_from_mapping)
 
 
 def test_full_space_ranges_are_the_documented_ones():
