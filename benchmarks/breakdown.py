@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from profiling.baselines import peer_precision  # noqa: E402
+from profiling.baselines import MATMUL, peer_precision  # noqa: E402
 from prune.config import Config  # noqa: E402
 from runtime.kernels import launcher_for  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
@@ -77,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         _print_table("torch.matmul", kernel_times(lambda: torch.matmul(a, b, out=c), args.iters), flops)
         if args.max_autotune:
             from bench_gemm import compiled_peer, inductor_target
-            from profiling.baselines import MATMUL
 
             call, failure = compiled_peer(*inductor_target(MATMUL, (a, b, c)))
             if call is None:

@@ -473,7 +473,7 @@ def edge_columns(problem: GemmProblem, config: Config) -> tuple[int, ...]:
 
 
 def _edge_width(columns: int) -> int:
-    return max(NARROWEST_EDGE, 1 << (columns - 1).bit_length())
+    return max(NARROWEST_EDGE, next_power_of_two(columns))
 
 
 EDGE_SLICE_K_TILES = 4  # the fewest K tiles in a slice of a split edge tile (gen.tma_family.EDGE_SLICE_K_TILES)

@@ -9,6 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+import torch
+
 from prune.device import DeviceProfile
 from tuner.dtypes import DTYPES
 from tuner.problem import GemmProblem
@@ -17,6 +20,9 @@ from tuner.problem import GemmProblem
 RUNTIME_DTYPES = [name for name, dtype in DTYPES.items() if dtype.kind == "float"]
 
 H100_FP16_PEAK_TFLOPS = 990  # dense fp16 tensor-core peak: no honest timing can beat it
+# An NVIDIA GPU with fp8 dots (compute capability 8.9+), for the GPU tests of fp8 configs
+HAS_FP8 = torch.cuda.is_available() and torch.version.hip is None and torch.cuda.get_device_capability() >= (8, 9)
+needs_fp8 = pytest.mark.skipif(not HAS_FP8, reason="needs an NVIDIA GPU with fp8 dots (compute capability 8.9+)")
 
 SMALL_SPACE_YAML = """\
 BLOCK_SIZE_M: [16, 32]

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 import yaml
-from helpers import problem
+from helpers import HAS_FP8, needs_fp8, problem
 
 from gen import write_module
 from gen.loader import load_module
@@ -20,8 +20,6 @@ from prune.config import ATOMIC_REDUCE, Config
 from tuner.cli import main
 
 HAS_CUDA = torch.cuda.is_available()
-HAS_FP8 = HAS_CUDA and torch.version.hip is None and torch.cuda.get_device_capability() >= (8, 9)
-needs_fp8 = pytest.mark.skipif(not HAS_FP8, reason="needs an NVIDIA GPU with fp8 dots (compute capability 8.9+)")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]
 
 # BLOCK_K >= 32 (one 1-byte dot's depth); split-K; a deep pipeline; small and large tiles.
