@@ -114,23 +114,44 @@ def dot_accumulate(a, b, acc):
 
 
 @triton.jit
-def load_operands(a_ptrs, b_ptrs, offs_k, k_left, EVEN_K: tl.constexpr, A_EVICTION: tl.constexpr,
+def operand_tiles(a_ptr, b_ptr, offs_am, offs_bn, offs_k, stride_am, stride_ak, stride_bk, stride_bn,
+                  ROW_PRODUCTS: tl.constexpr):
+    """(A's pointers, B's pointers, the K index of A's elements, of B's) of the first K step: 2-D tiles for tl.dot, or,
+    for row_products, 3-D (row, k, column) tiles A[BLOCK_SIZE_M, BLOCK_SIZE_K, 1] and B[1, BLOCK_SIZE_K, BLOCK_SIZE_N].
+    Loaded in the shape they are multiplied in, neither tile changes layout in the loop: broadcasting 2-D tiles there
+    made the compiler pass both through shared memory, with a barrier, every K step (sm_90a), and on the H100 the 3-D
+    loads took 83.4 against 86.9 us at 1x28672x4096 (BENCHMARKS.md, thirty-third run)."""
+    if ROW_PRODUCTS:
+        a_k = offs_k[None, :, None]
+        b_k = offs_k[None, :, None]
+        a_ptrs = a_ptr + offs_am[:, None, None] * stride_am + a_k * stride_ak
+        b_ptrs = b_ptr + b_k * stride_bk + offs_bn[None, None, :] * stride_bn
+    else:
+        a_k = offs_k[None, :]
+        b_k = offs_k[:, None]
+        a_ptrs = a_ptr + offs_am[:, None] * stride_am + a_k * stride_ak
+        b_ptrs = b_ptr + b_k * stride_bk + offs_bn[None, :] * stride_bn
+    return a_ptrs, b_ptrs, a_k, b_k
+
+
+@triton.jit
+def load_operands(a_ptrs, b_ptrs, a_k, b_k, k_left, EVEN_K: tl.constexpr, A_EVICTION: tl.constexpr,
                   B_EVICTION: tl.constexpr):
-    """A's and B's tiles of one K step, with the L2 eviction policies given ("" for the default); zeros past K's end
-    (k_left elements left) unless EVEN_K."""
+    """A's and B's tiles of one K step (operand_tiles: a_k and b_k, the K index of each element), with the L2 eviction
+    policies given ("" for the default); zeros past K's end (k_left elements left) unless EVEN_K."""
     if EVEN_K:
         return (tl.load(a_ptrs, eviction_policy=A_EVICTION), tl.load(b_ptrs, eviction_policy=B_EVICTION))
-    return (tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0, eviction_policy=A_EVICTION),
-            tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0, eviction_policy=B_EVICTION))
+    return (tl.load(a_ptrs, mask=a_k < k_left, other=0.0, eviction_policy=A_EVICTION),
+            tl.load(b_ptrs, mask=b_k < k_left, other=0.0, eviction_policy=B_EVICTION))
 
 
 @triton.jit
 def row_products(a, b, acc):
     """acc + every product a[m, k] * b[k, n] of a tile with fewer rows than a matrix instruction (BLOCK_SIZE_M <
     DOT_MIN_ROWS), in acc's type and kept apart by k (acc: BLOCK_SIZE_M x BLOCK_SIZE_K x BLOCK_SIZE_N); the K loop sums
-    them over k once, after it. Such a GEMM only streams B, at a rate set by its loads: a tl.dot would pad the rows to
-    its instruction's 16 and stage B through shared memory for it."""
-    return acc + a.to(acc.dtype)[:, :, None] * b.to(acc.dtype)[None, :, :]
+    them over k once, after it. a and b are 3-D tiles (operand_tiles). Such a GEMM only streams B, at a rate set by its
+    loads: a tl.dot would pad the rows to its instruction's 16 and stage B through shared memory for it."""
+    return acc + a.to(acc.dtype) * b.to(acc.dtype)
 
 
 @triton.jit
@@ -157,8 +178,8 @@ def matmul_tile(
     offs_am = offs_m % M
     offs_bn = offs_n % N
     offs_k = pid_k * BLOCK_SIZE_K + tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    a_ptrs, b_ptrs, a_k, b_k = operand_tiles(a_ptr, b_ptr, offs_am, offs_bn, offs_k, stride_am, stride_ak, stride_bk,
+                                             stride_bn, BLOCK_SIZE_M < DOT_MIN_ROWS)
 
     acc_dtype = tl.float32 if a_ptr.type.element_ty != tl.int8 else tl.int32  # int8 dots accumulate exactly
     if BLOCK_SIZE_M < DOT_MIN_ROWS:  # every product kept apart until after the loop (row_products)
@@ -169,10 +190,10 @@ def matmul_tile(
         k_left = K - k * BLOCK_SIZE_K * SPLIT_K
         if BLOCK_SIZE_M < DOT_MIN_ROWS:
             # B streams past once while every program reads A: B's lines are the first to leave L2, A's the last
-            a, b = load_operands(a_ptrs, b_ptrs, offs_k, k_left, EVEN_K, "evict_last", "evict_first")
+            a, b = load_operands(a_ptrs, b_ptrs, a_k, b_k, k_left, EVEN_K, "evict_last", "evict_first")
             acc = row_products(a, b, acc)
         else:
-            a, b = load_operands(a_ptrs, b_ptrs, offs_k, k_left, EVEN_K, "", "")
+            a, b = load_operands(a_ptrs, b_ptrs, a_k, b_k, k_left, EVEN_K, "", "")
             acc = dot_accumulate(a, b, acc)
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk

@@ -66,8 +66,10 @@ def epilogue_shared_bytes(problem: GemmProblem, config: Config) -> int:
 # Tiles of fewer rows than this multiply without a matrix instruction (gen.matmul_family.DOT_MIN_ROWS, row_products):
 # mma's and mfma's least M.
 DOT_MIN_ROWS = 16
-# The bytes of one vector load: a tile without a matrix instruction gives each thread at least one of its elements
-VECTOR_BYTES = 16
+# The bytes of one vector load: a tile without a matrix instruction gives each thread at least one of its elements.
+# Eight, not sixteen: 1024 threads of 4 fp16 each read a row of 4096, as max-autotune's reduction kernel does, and
+# tiles so were among the fastest at 1x4096x14336 on the H100 (BENCHMARKS.md, thirty-third run).
+VECTOR_BYTES = 8
 
 
 def next_power_of_two(value: int) -> int:
@@ -145,9 +147,11 @@ def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfil
 def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Seed rule: SPLIT_K·BLOCK_K divides K, so the K loop needs no mask. A K that is not a multiple
     # of the smallest BLOCK_K (min_block_k) has no such config; there the masked K loop is used instead,
-    # with no split and no more than one block of padding.
+    # with no split and no more than one block of padding. A tile without a matrix instruction may take the masked
+    # loop at any K: it streams B, whose padding it never loads, and more of it in flight per step pays (at
+    # 1x4096x14336, BLOCK_K 4096 with 32 warps; rule static_shape's numbers).
     smallest = min_block_k(problem)
-    if problem.K % smallest == 0:
+    if problem.K % smallest == 0 and not (without_instruction(config) and config.SPLIT_K == 1):
         return even_k(problem, config)
     return config.SPLIT_K == 1 and config.BLOCK_SIZE_K < problem.K + smallest
 
@@ -244,8 +248,12 @@ def _static_shape_where_launch_bound(problem: GemmProblem, config: Config, devic
     # Constant sizes and strides save a launch-bound kernel its index arithmetic: on the H100 (Triton 3.6), 4.48
     # instead of 4.80 us at 16^3, 4.77 instead of 5.23 at 32x32x64, 6.27 instead of 6.66 at 64x128x256, in
     # bench_gemm's windows. Past one wave of short programs that share of the time vanishes, while the knob costs
-    # a compile per shape at run time; there it is not tried.
-    if not config.STATIC_SHAPE:
+    # a compile per shape at run time; there it is not tried. A tile without a matrix instruction is the exception:
+    # its program is a loop of loads, whose address and mask arithmetic the constants fold away. On the H100 (fp16,
+    # B column-major, L2 flushed, interleaved; BENCHMARKS.md, thirty-third run), at 1x4096x14336 BM1_BN1_BK4096 with
+    # 32 warps took 44.6 us with STATIC_SHAPE and 59.3 without (max-autotune's reduction kernel, whose sizes are
+    # constants, 45.2), BK2048 with 8 warps 46.3 and 48.0.
+    if not config.STATIC_SHAPE or without_instruction(config):
         return True
     return (output_tiles(problem, config) * config.SPLIT_K <= device.sm_count
             and k_iterations(problem, config) <= STATIC_SHAPE_MAX_K_ITERATIONS)
@@ -613,8 +621,8 @@ RULES: tuple[Rule, ...] = (
          f"instruction) only for M < {DOT_MIN_ROWS}, no taller than M needs, a vector of B per thread",
          _matrix_instruction,
          (*TILE, "BLOCK_SIZE_K", "num_warps", "matrix_instr_nonkdim", "kpack")),
-    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs)",
-         _k_tiling, ("BLOCK_SIZE_K", "SPLIT_K")),
+    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs, "
+         f"or for BLOCK_M < {DOT_MIN_ROWS} without a split)", _k_tiling, ("BLOCK_SIZE_M", "BLOCK_SIZE_K", "SPLIT_K")),
     Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids,
          (*TILE, "SPLIT_K", "SWAP_AB")),
     Rule("group_m", "GROUP_M=1 where one row of tiles; of the GROUP_M values that group every row, the smallest",
@@ -631,7 +639,7 @@ RULES: tuple[Rule, ...] = (
     Rule("clusters", "num_ctas > 1 only where the GPU launches thread-block clusters (NVIDIA compute capability 9+)",
          _clusters, ("num_ctas",)),
     Rule("static_shape", f"STATIC_SHAPE only where tiles*SPLIT_K <= SMs and K takes <= {STATIC_SHAPE_MAX_K_ITERATIONS} "
-         "iterations (launch-bound)", _static_shape_where_launch_bound,
+         f"iterations (launch-bound), or for BLOCK_M < {DOT_MIN_ROWS}", _static_shape_where_launch_bound,
          ("STATIC_SHAPE", *TILE, "SWAP_AB", "SPLIT_K", "BLOCK_SIZE_K")),
 )
 

@@ -138,9 +138,14 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # column-major B, whose columns run along K. Measured on the H100 (Triton 3.6, fp16, B column-major, BENCHMARKS.md
 # thirty-second run) at 1x4096x4096, 1x28672x4096 and 1x4096x14336: 18.8, 89.1 and 49.1 us (L2 flushed, interleaved)
 # where the best tl.dot tiles (16 rows) took 22.3, 93.7 and 55.6 and cuBLAS 24.1, 96.9 and 56.9. Its own product
-# (RangeSpace.also): joined to the others, its block sizes would double every size's pruning.
+# (RangeSpace.also): joined to the others, its block sizes would double every size's pruning. Rows of 4096 and 32
+# warps, as max-autotune's reduction kernel reads 1x4096x14336 (1024 threads of 8 bytes each a step): with
+# STATIC_SHAPE, 44.6 us where 2048 with 8 warps took 46.3 and max-autotune 45.2; 16 warps were slower than 8 wherever
+# measured (49.4 there, 117 against 82 at 1x28672x4096) and stay the warp-group kernel's (BENCHMARKS.md, thirty-third
+# run).
 SMALL_ROW_SPACE = RangeSpace(block_m=(1, 2, 4, 8), block_n=(1, 2, 4, 8, 16, 32, 64, 128),
-                             block_k=(16, 32, 64, 128, 256, 512, 1024, 2048), num_stages=(1, 2, 3),
+                             block_k=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096), num_warps=(1, 2, 4, 8, 32),
+                             num_stages=(1, 2, 3),
                              static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE))
 FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12, 16),
                         warp_groups=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1),

@@ -82,9 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rotating_tensor", type=int, metavar="MB",
                         help="total MB of the input sets launches rotate over (0: one set; default: past twice the L2)")
     parser.add_argument("--flush", choices=run_knobs.FLUSHES,
-                        help="which timed launches run right after an L2 flush (overwriting twice its size): final "
-                             "(default): those of the round that picks the winner, and --benchmark's; all: every "
-                             "round's; none")
+                        help="which timed launches run right after an L2 flush (overwriting twice its size): final: "
+                             "those of the round that picks the winner, and --benchmark's; all: every round's; none; "
+                             f"auto (default): all for a size bound by memory (under "
+                             f"{run_knobs.STREAMING_INTENSITY:g} flops per byte of A, B and C, as a decoding step), "
+                             "final for the others")
     parser.add_argument("--icache_flush", action="store_true",
                         help="the ROCm script's flag: flush before every timed launch of every round (--flush all)")
     parser.add_argument("--bias_vector", action="store_true", help="C = A @ B + bias, one bias value per row of C")

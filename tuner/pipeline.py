@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +31,7 @@ from tuner.errors import UserError
 from tuner.order import visiting_order
 from tuner.problem import GemmProblem
 from tuner.progress import Stages
-from tuner.run_knobs import DEFAULT_FLUSH, FLUSHES
+from tuner.run_knobs import DEFAULT_FLUSH, FLUSHES, rounds_flushed
 from tuner.search import SearchFailed, SearchOutcome, checkpoint_key, part_paths, run_search, timing_job
 
 
@@ -70,8 +70,9 @@ class TuneSettings:
             raise ValueError(f"cache_flush must be one of {FLUSHES}, got {self.cache_flush!r}")
 
     def flushes(self, final: bool) -> bool:
-        """Whether a round's launches run after an L2 flush: with `final`, the round whose times pick the winner."""
-        return self.cache_flush == "all" or (final and self.cache_flush == "final")
+        """Whether a round's launches run after an L2 flush: with `final`, the round whose times pick the winner.
+        "auto" is "final" until a size resolves it (tune_size, run_knobs.rounds_flushed)."""
+        return self.cache_flush == "all" or (final and self.cache_flush != "none")
 
 
 PRECOMPILED_HANG_SECONDS = 60.0
@@ -150,6 +151,7 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
     resumes what an interrupted one left. The caller discards the checkpoint (outcome.checkpoint) once
     it has recorded the result; until then, tuning the size again resumes it."""
     stages = stages or Stages(problem.label)
+    settings = replace(settings, cache_flush=rounds_flushed(settings.cache_flush, problem))
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     pruned = prune(problem, device, settings.space)

@@ -23,6 +23,14 @@ class GemmProblem:
     def flops(self) -> int:
         return 2 * self.M * self.N * self.K
 
+    @property
+    def arithmetic_intensity(self) -> float:
+        """Flops per byte of A, B and C, each moved once: under a GPU's flops per byte of memory bandwidth, the GEMM
+        is bound by memory."""
+        moved = (self.M * self.K * self.dtype_a.bytes + self.K * self.N * self.dtype_b.bytes
+                 + self.M * self.N * self.dtype_c.bytes)
+        return self.flops / moved
+
     def transposed(self) -> GemmProblem:
         """The problem C^T = B^T A^T: B^T is the first operand, column-major where B is row-major."""
         return replace(self, M=self.N, N=self.M, dtype_a=self.dtype_b, dtype_b=self.dtype_a, col_a=not self.col_b,

@@ -8,15 +8,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuner.errors import UserError
+from tuner.problem import GemmProblem
 
 DEFAULT_RESULTS_FILE = Path("output_tuning.yaml")
 DEFAULT_WARMUP = 5
 INIT_TYPES = ("randn", "hpl", "trig_float", "zeros")  # as gen/matmul_family.py init_values spells them
 # --flush: which timed launches run right after an L2 flush (profiling.cache_flush). "final": those whose times pick
 # the winner (the last round of a search, a --benchmark run), as do_bench, Triton's autotuner, Inductor's max-autotune
-# and benchmarks/bench_gemm.py time; "all": every launch of every round (the ROCm script's --icache_flush); "none".
-FLUSHES = ("final", "all", "none")
-DEFAULT_FLUSH = "final"
+# and benchmarks/bench_gemm.py time; "all": every launch of every round (the ROCm script's --icache_flush); "none";
+# "auto" (default): "all" for a size that streams its operands from memory (rounds_flushed), "final" for the others.
+FLUSHES = ("auto", "final", "all", "none")
+DEFAULT_FLUSH = "auto"
+# Below this many flops per byte of A, B and C a GEMM is bound by memory bandwidth on every GPU we target (an H100's
+# fp16 tensor cores do about 295 per byte of HBM, an A100's 200, an MI250X's 120). Its time is what its loads leave in
+# L2 for the next launch as much as its tiles: timed back to back, the rounds before the last ranked other configs
+# than the flushed last round would, and left its best out of it. On the H100 at 1x28672x4096 (fp16, B
+# column-major), BM1_BN1_BK1024_nW4 took 74.95 us back to back, the fastest, and BM1_BN1_BK2048_nW8 was not among the
+# five fastest; after flushes 83.9 against 79.5. Tuned with "final", the winner was the former (0.956x max-autotune);
+# with every round flushed the latter (1.016x; BENCHMARKS.md, thirty-third run).
+STREAMING_INTENSITY = 64.0
 ZEROS_WARNING = ("warning: --init_type zeros times kernels on zeros, which flatters them (less switching "
                  "activity, lower power); correctness checks still use random inputs")
 
@@ -49,8 +59,16 @@ def rotating_bytes(megabytes: int | None, memory_bytes: int) -> int | None:
     return megabytes * 2**20
 
 
+def rounds_flushed(flush: str, problem: GemmProblem) -> str:
+    """The flush setting one size is timed with: "auto" made "all" where the size streams its operands (fewer flops
+    per byte moved than STREAMING_INTENSITY), "final" elsewhere; any other setting as it is."""
+    if flush != "auto":
+        return flush
+    return "all" if problem.arithmetic_intensity < STREAMING_INTENSITY else "final"
+
+
 def flush_rounds(flush: str | None, icache_flush: bool) -> str:
-    """Which rounds flush L2 before each timed launch: `--flush` (default final), or all with `--icache_flush`."""
+    """Which rounds flush L2 before each timed launch: `--flush` (default auto), or all with `--icache_flush`."""
     if icache_flush and flush not in (None, "all"):
         raise UserError(f"--icache_flush (flush before every launch) and --flush {flush} exclude each other")
     return "all" if icache_flush else flush or DEFAULT_FLUSH

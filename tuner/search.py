@@ -13,7 +13,8 @@ the fastest few side by side. Every round is a checkpoint (tuner.checkpoint): ti
 there as they come in, so a rerun after an interruption times only the rest.
 `--time_budget S`: once S seconds of a size are spent, no config starts compiling or timing any more,
 and the winner is picked from what was timed. The round that picks the winner times each launch right after an
-L2 flush by default (`--flush`, TuneSettings.flushes); the rounds before it time launches back to back.
+L2 flush by default (`--flush`, TuneSettings.flushes); the rounds before it time launches back to back, but for a
+size bound by memory (`--flush auto`, tuner.run_knobs.rounds_flushed).
 """
 
 from __future__ import annotations

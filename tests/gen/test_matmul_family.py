@@ -63,10 +63,11 @@ def test_a_group_of_every_row_computes_c(name):
 
 
 # Tiles of fewer rows than a matrix instruction (row_products): few columns and long rows, wide and short, split K in
-# all three ways, STATIC_SHAPE.
+# all three ways, STATIC_SHAPE, a row longer than K.
 SHORT_TILES = [Config.parse(name) for name in (
     "BM1_BN4_BK512_GM1_SK1_nW4_nS1", "BM1_BN1_BK2048_GM1_SK1_nW8_nS2", "BM2_BN64_BK32_GM1_SK4_nW1_nS3_FR2",
-    "BM4_BN8_BK128_GM4_SK2_nW4_nS2_FR1", "BM8_BN16_BK64_GM1_SK2_nW2_nS2", "BM1_BN32_BK128_GM1_SK1_nW2_nS2_SS1")]
+    "BM4_BN8_BK128_GM4_SK2_nW4_nS2_FR1", "BM8_BN16_BK64_GM1_SK2_nW2_nS2", "BM1_BN32_BK128_GM1_SK1_nW2_nS2_SS1",
+    "BM1_BN1_BK4096_GM1_SK1_nW32_nS1_SS1")]
 
 
 @pytest.mark.parametrize("dtype,dtype_c", [("fp16", "fp16"), ("bf16", "bf16"), ("fp32", "fp32"), ("fp16", "fp32"),

@@ -22,6 +22,7 @@ CONFIGS = [
     Config(4, 8, 512, 4, 2, 4, 2, FUSED_REDUCE=1),
     Config(8, 16, 64, 1, 2, 2, 2),  # split K summed by the reduction kernel
     Config(1, 32, 128, 1, 1, 2, 2, STATIC_SHAPE=1),
+    Config(1, 1, 4096, 1, 1, 32, 1, STATIC_SHAPE=1),  # a row of 4096 over 1024 threads, masked where K is shorter
 ]
 SIZES = [(1, 4096, 4096, True), (1, 999, 1000, False), (3, 129, 4101, True), (7, 33, 777, False), (15, 300, 64, True)]
 

@@ -44,6 +44,7 @@ SKINNY = problem(16, 4096, 4096)
 ODD = problem(33, 17, 40)
 TINY_M = problem(8, 4096, 4096)
 DECODE = problem(1, 4096, 4096, col_b=True)
+LONG_DECODE = problem(1, 4096, 14336, col_b=True)  # an MLP's down-projection of one token
 MID = problem(1024, 1024, 1024)
 
 IP = INTERPRETER_PROFILE
@@ -65,13 +66,16 @@ CASES = [
     ("matrix_instruction", BIG, C(32, 32, 32, nw=1), SMALL_GPU, True),
     ("matrix_instruction", problem(4096, 4096, 4096, "fp32"), C(32, 32, 16, nw=1), SMALL_GPU, True),  # 64/4 = 16
     # fewer rows than an instruction (multiplied without one): only for M < 16, no taller than M's next power of two,
-    # BK*BN >= a 16-byte vector per thread
-    ("matrix_instruction", DECODE, C(1, 4, 512, nw=4), IP, True),  # 2048 >= 128 threads * 8
-    ("matrix_instruction", DECODE, C(1, 1, 512, nw=4), IP, False),  # 512 < 1024
+    # BK*BN >= an 8-byte vector per thread
+    ("matrix_instruction", DECODE, C(1, 4, 512, nw=4), IP, True),  # 2048 >= 128 threads * 4
+    ("matrix_instruction", DECODE, C(1, 1, 512, nw=4), IP, True),  # 512 = 128 * 4
+    ("matrix_instruction", DECODE, C(1, 1, 256, nw=4), IP, False),  # 256 < 512
+    ("matrix_instruction", DECODE, C(1, 1, 4096, nw=32), IP, True),  # 4096 = 1024 threads * 4
+    ("matrix_instruction", DECODE, C(1, 1, 2048, nw=32), IP, False),  # 2048 < 4096
     ("matrix_instruction", DECODE, C(2, 4, 512, nw=4), IP, False),  # 2 rows for M = 1
     ("matrix_instruction", problem(3, 4096, 4096), C(4, 4, 512, nw=4), IP, True),
-    ("matrix_instruction", problem(3, 4096, 4096), C(4, 2, 256, nw=4), IP, False),  # 512 < 128 threads * 8
-    ("matrix_instruction", problem(3, 4096, 4096, "fp32"), C(4, 2, 256, nw=4), IP, True),  # 512 = 128 * 4
+    ("matrix_instruction", problem(3, 4096, 4096), C(4, 2, 128, nw=4), IP, False),  # 256 < 128 threads * 4
+    ("matrix_instruction", problem(3, 4096, 4096, "fp32"), C(4, 2, 128, nw=4), IP, True),  # 256 = 128 * 2
     ("matrix_instruction", SKINNY, C(8, 16, 256, nw=1), IP, False),  # M = 16: an instruction's rows
     ("matrix_instruction", SKINNY, C(16, 16, 16, nw=2), IP, True),
     # k_tiling: SPLIT_K*BLOCK_K divides K when 16 | K, else masked loop with SPLIT_K=1 and BK < K + 16
@@ -83,6 +87,10 @@ CASES = [
     ("k_tiling", ODD, C(16, 16, 32), IP, True),  # 40 % 16 != 0: masked, 32 < 56
     ("k_tiling", ODD, C(16, 16, 64), IP, False),  # 64 >= 56
     ("k_tiling", ODD, C(16, 16, 16, sk=2), IP, False),  # no split with a masked K loop
+    # fewer rows than an instruction, without a split: the masked loop at any K
+    ("k_tiling", LONG_DECODE, C(1, 1, 4096, nw=32), IP, True),  # 14336 = 3.5 * 4096
+    ("k_tiling", LONG_DECODE, C(16, 16, 4096), IP, False),
+    ("k_tiling", LONG_DECODE, C(1, 1, 4096, sk=2, nw=32), IP, False),
     # split_k: SPLIT_K > 1 only when the output tiles are fewer than the SMs
     ("split_k", BIG, C(128, 128, 64, sk=2), IP, False),  # 1024 tiles >= 132
     ("split_k", BIG, C(128, 128, 64, sk=1), IP, True),
@@ -148,6 +156,9 @@ CASES = [
     ("static_shape", SKINNY, replace(C(16, 64, 256, sk=4), STATIC_SHAPE=1), IP, False),  # 256 programs > 132 SMs
     ("static_shape", BIG, replace(C(128, 128, 64), STATIC_SHAPE=1), IP, False),
     ("static_shape", BIG, C(128, 128, 64), IP, True),
+    # and any tile without an instruction: 4096 programs of 4 iterations
+    ("static_shape", LONG_DECODE, replace(C(1, 1, 4096, nw=32), STATIC_SHAPE=1), IP, True),
+    ("static_shape", LONG_DECODE, replace(C(16, 16, 4096), STATIC_SHAPE=1), IP, False),
     # fused_reduce: only a split K has partials to sum
     ("fused_reduce", SKINNY, replace(C(16, 64, 256, sk=4), FUSED_REDUCE=1), IP, True),
     ("fused_reduce", SKINNY, replace(C(16, 64, 256), FUSED_REDUCE=1), IP, False),
@@ -720,9 +731,9 @@ def test_prune_counts_add_up(full_results, p, device):
     # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
     # ATOMIC_REDUCE; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
     # among them); then the tiles shorter than a matrix instruction, plain family alone: four BLOCK_M, eight BLOCK_N,
-    # eight BLOCK_K, four num_warps, three num_stages
+    # nine BLOCK_K, five num_warps (32 among them), three num_stages
     assert result.space_size == len(FULL_SPACE) == (6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
-                                                    + 4 * 8 * 8 * 5 * 5 * 4 * 3 * 2 * 3)
+                                                    + 4 * 8 * 9 * 5 * 5 * 5 * 3 * 2 * 3)
     assert list(result.removed_by_rule) == [r.name for r in RULES + FAMILY_RULES]
     assert len(result.configs) + sum(result.removed_by_rule.values()) == result.space_size
     assert len(result.configs) < result.space_size

@@ -55,10 +55,10 @@ def test_full_space_len_matches_configs():
     assert len(tiles) == len(set(tiles)) == 1_350_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
     assert tiles[-1] == Config(256, 384, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
-    # then those shorter than a matrix instruction: 76,800 tile shapes, as often each
-    assert len(short) == len(set(short)) == 460_800 and set(short).isdisjoint(tiles)
+    # then those shorter than a matrix instruction: 108,000 tile shapes, as often each
+    assert len(short) == len(set(short)) == 648_000 and set(short).isdisjoint(tiles)
     assert short[0] == Config(1, 1, 16, 1, 1, 1, 1)
-    assert short[-1] == Config(8, 128, 2048, 32, 16, 8, 3, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    assert short[-1] == Config(8, 128, 4096, 32, 16, 32, 3, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
     # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
     # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
@@ -66,7 +66,7 @@ def test_full_space_len_matches_configs():
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
                                            for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
                                            for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
-    assert len(FULL_SPACE) == 130 * 1_350_000 + 460_800
+    assert len(FULL_SPACE) == 130 * 1_350_000 + 648_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
                             warp_groups=(0,))
@@ -261,7 +261,8 @@ def test_the_full_space_is_two_products_walked_apart():
     assert short == SMALL_ROW_SPACE and tiles.also is None and tiles == FULL_SPACE.parts()[0]
     assert len(FULL_SPACE) == len(tiles) + len(short)
     assert min(tiles.block_m) == 16 and max(short.block_m) < 16  # a matrix instruction's rows, and fewer
-    assert max(short.block_k) == 2048 and min(short.block_n) == 1  # a column-major B's long, few columns
+    assert max(short.block_k) == 4096 and min(short.block_n) == 1  # a column-major B's long, few columns
+    assert max(short.num_warps) == 32 > max(tiles.num_warps)  # as many threads as a reduction kernel's
     assert short.families() == [dict.fromkeys(short.families()[0], 0)]  # the plain family alone
     configs = RangeSpace(block_m=(16,), block_n=(32,), block_k=(64,), group_m=(1,), split_k=(1,), num_warps=(4,),
                          num_stages=(2,), also=RangeSpace(block_m=(1, 2), block_n=(4,), block_k=(512,), group_m=(1,),

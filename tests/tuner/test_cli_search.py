@@ -56,7 +56,8 @@ def test_refine_is_the_default_search(tmp_path, monkeypatch, capsys):
                  "--tuning_results_file", str(tmp_path / "out.yaml")])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "refine: round 0 8 configs x 2 launches, round 1 " in out  # one per shape, then the best shapes
+    # one per shape, then the best shapes; every round flushed by default, 32^3 being bound by memory (--flush auto)
+    assert "refine: round 0 8 configs x 2 launches after L2 flushes, round 1 " in out
 
 
 def test_quiet_halving_run_prints_a_line_per_stage(tmp_path, monkeypatch, capsys):
@@ -72,7 +73,8 @@ def test_quiet_halving_run_prints_a_line_per_stage(tmp_path, monkeypatch, capsys
     assert re.search(rf"^{label} time round 0: 16 of 16 configs in .*; 0 failed, 2 launches each$", out, re.MULTILINE)
     kept = re.search(rf"^{label} time round 1: (\d+) of (\d+) configs in .*; 0 failed$", out, re.MULTILINE)
     assert kept and kept[1] == kept[2] and 8 <= int(kept[1]) < 16  # the best half, or near-ties of the best
-    assert f"halving: round 0 16 configs x 2 launches, round 1 {kept[1]} configs x 20 launches" in out
+    flushed = " after L2 flushes"  # every round's, 32^3 being bound by memory (--flush auto)
+    assert f"halving: round 0 16 configs x 2 launches{flushed}, round 1 {kept[1]} configs x 20 launches{flushed}" in out
     assert re.search(rf"^{label} compare: 1 of 1 configs", out, re.MULTILINE) and "PASS" in out
     assert not (tmp_path / "tune_gemm_work").exists()  # the checkpoint went with the recorded size
 

@@ -21,7 +21,7 @@ from tuner.errors import UserError
 from tuner.report import time_breakdown
 from tuner.results import ResultEntry, read_entries, record, recorded
 from tuner.run_knobs import (DEFAULT_RESULTS_FILE, ZEROS_WARNING, flush_rounds, results_file, rotating_bytes,
-                             warmup_launches)
+                             rounds_flushed, warmup_launches)
 from tuner.sizes import load_sizes
 
 SIZE = ["-m", "16", "-n", "16", "-k", "16"]
@@ -132,7 +132,7 @@ def test_flush_none_times_without_flushes_and_records_so(tmp_path, space_file, m
 
 
 def test_flush_rounds():
-    assert flush_rounds(None, False) == "final" and flush_rounds(None, True) == "all"
+    assert flush_rounds(None, False) == "auto" and flush_rounds(None, True) == "all"
     assert flush_rounds("none", False) == "none" and flush_rounds("all", True) == "all"
     with pytest.raises(UserError, match="--icache_flush .* and --flush final exclude each other"):
         flush_rounds("final", True)
@@ -217,3 +217,13 @@ def test_time_breakdown_is_printed_per_size_when_asked(tmp_path, space_file, mon
     if shown:
         compile_s, profile_s, post_s, total = map(float, lines[0])
         assert profile_s > 0 and abs(compile_s + profile_s + post_s - total) <= 0.015
+
+
+@pytest.mark.parametrize("size, flush", [((1, 28672, 4096), "all"), ((16, 4096, 4096), "all"),
+                                         ((64, 128256, 4096), "all"), ((128, 14336, 4096), "final"),
+                                         ((4096, 4096, 4096), "final"), ((1024, 1024, 1024), "final")])
+def test_auto_flushes_every_round_of_a_size_bound_by_memory(size, flush):
+    # decoding steps and skinny batches move a byte for every few flops; squares and wide batches do not
+    assert rounds_flushed("auto", problem(*size, col_b=True)) == flush
+    for chosen in ("final", "all", "none"):  # a setting given is kept whatever the size
+        assert rounds_flushed(chosen, problem(*size)) == chosen

@@ -55,7 +55,7 @@ def _tune(tmp_path, **overrides):
 
 def test_halving_rounds_shrink_the_field_and_the_winner_is_one_of_the_space(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
-    outcome = _tune(tmp_path, search="halving")
+    outcome = _tune(tmp_path, search="halving", cache_flush="final")
     rounds = [(r.index, r.warmup, r.iters, r.configs) for r in outcome.searched.rounds]
     assert rounds == [(0, 1, 1, 8), (1, 1, 2, 4), (2, 1, 4, 2)]  # the final round: the run's warm-up and launches
     assert [len(job.time_configs) for job in jobs] == [8, 4, 2]
@@ -64,7 +64,7 @@ def test_halving_rounds_shrink_the_field_and_the_winner_is_one_of_the_space(tmp_
     assert str(outcome.winner) in kept <= set(jobs[1].time_configs) <= set(jobs[0].time_configs)
     assert set(outcome.timings["config"]) == kept and [job.iters for job in jobs] == [1, 2, 4]
     assert outcome.searched.timed == 8 and outcome.matmul_time_us is not None
-    # by default only the final round's launches (and its torch.matmul) run after L2 flushes
+    # with --flush final only the final round's launches (and its torch.matmul) run after L2 flushes
     assert [job.cache_flush for job in jobs] == [False, False, True] and outcome.searched.flushed
 
 
@@ -75,7 +75,7 @@ REFINE = RefinePlan(stages=2, keep=2, margin=0.0, max_keep=2, final=3)
 
 def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalists(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
-    outcome = _tune(tmp_path, search="refine", space=STAGED)
+    outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final")
     first, second, final = (job.time_configs for job in jobs)
     assert len(jobs) == 3 and all((job.warmup, job.iters) == (1, 4) for job in jobs)  # the run's launches throughout
     assert len(first) == 8 and all(name.endswith("_nS2") for name in first)  # one per shape, the preferred stages
@@ -100,7 +100,7 @@ def test_refine_times_a_space_of_one_config_per_shape_whole_in_one_child(tmp_pat
 def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_refined(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
     _spend_after(monkeypatch, 1, round_index=1)
-    outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0)
+    outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
     assert len(jobs) == 2  # no final round
     timed = set(outcome.timings["config"])
     assert set(jobs[0].time_configs) < timed <= set(jobs[0].time_configs) | set(jobs[1].time_configs)
@@ -109,10 +109,17 @@ def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_ref
 
 
 @pytest.mark.parametrize("cache_flush, expected", [("final", [False, True]), ("all", [True, True]),
-                                                    ("none", [False, False])])
+                                                    ("none", [False, False]), ("auto", [False, True])])
 def test_which_rounds_flush(tmp_path, cache_flush, expected):
     settings = _settings(tmp_path, cache_flush=cache_flush)
     assert [settings.flushes(final) for final in (False, True)] == expected
+
+
+def test_by_default_a_size_bound_by_memory_flushes_every_round(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "REFINE", REFINE)
+    assert PROBLEM.arithmetic_intensity < 64  # 32^3: about 11 flops per byte
+    outcome = _tune(tmp_path, search="refine", space=STAGED)  # --flush auto
+    assert len(jobs) == 3 and all(job.cache_flush for job in jobs) and outcome.searched.flushed
 
 
 def test_an_unknown_flush_policy_is_refused(tmp_path):
