@@ -244,7 +244,7 @@ def _clusters(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 STATIC_SHAPE_MAX_K_ITERATIONS = 8  # K-loop iterations per program up to which a kernel counts as launch-bound
 
 
-def _static_shape_where_launch_bound(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
+def _static_shape_where_it_pays(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Constant sizes and strides save a launch-bound kernel its index arithmetic: on the H100 (Triton 3.6), 4.48
     # instead of 4.80 us at 16^3, 4.77 instead of 5.23 at 32x32x64, 6.27 instead of 6.66 at 64x128x256, in
     # bench_gemm's windows. Past one wave of short programs that share of the time vanishes, while the knob costs
@@ -639,7 +639,7 @@ RULES: tuple[Rule, ...] = (
     Rule("clusters", "num_ctas > 1 only where the GPU launches thread-block clusters (NVIDIA compute capability 9+)",
          _clusters, ("num_ctas",)),
     Rule("static_shape", f"STATIC_SHAPE only where tiles*SPLIT_K <= SMs and K takes <= {STATIC_SHAPE_MAX_K_ITERATIONS} "
-         f"iterations (launch-bound), or for BLOCK_M < {DOT_MIN_ROWS}", _static_shape_where_launch_bound,
+         f"iterations (launch-bound), or for BLOCK_M < {DOT_MIN_ROWS}", _static_shape_where_it_pays,
          ("STATIC_SHAPE", *TILE, "SWAP_AB", "SPLIT_K", "BLOCK_SIZE_K")),
 )
 

@@ -134,7 +134,7 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # 320 and 384 wide (256 + 64, 256 + 128: cuBLAS's tile at 2048x2560x4096 is 320x128 of C^T) join it too: 128x320 took
 # 61.5 us there, 1.004x cuBLAS, where 256x160 took 66.3 (twenty-ninth run).
 # Tiles of fewer rows than a matrix instruction's (BLOCK_M < 16), which the plain family multiplies without one, for M
-# < 16 (decoding): with B's columns few (down to 1) and its rows long (up to 2048), as a reduction kernel reads a
+# < 16 (decoding): with B's columns few (down to 1) and its rows long (up to 4096), as a reduction kernel reads a
 # column-major B, whose columns run along K. Measured on the H100 (Triton 3.6, fp16, B column-major, BENCHMARKS.md
 # thirty-second run) at 1x4096x4096, 1x28672x4096 and 1x4096x14336: 18.8, 89.1 and 49.1 us (L2 flushed, interleaved)
 # where the best tl.dot tiles (16 rows) took 22.3, 93.7 and 55.6 and cuBLAS 24.1, 96.9 and 56.9. Its own product
