@@ -72,6 +72,9 @@ DOT_MIN_ROWS = 16
 VECTOR_BYTES = 8
 
 
+NARROWEST_DOT = 16  # the narrowest block Triton's dot takes
+
+
 def next_power_of_two(value: int) -> int:
     return 1 << (value - 1).bit_length()
 
@@ -144,15 +147,29 @@ def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfil
     return config.BLOCK_SIZE_N != 96
 
 
+# A K loop whose last step is masked costs at most this share of K in padding to be kept beside the unmasked ones.
+# K = 2000 (16 x 125) had only BLOCK_K 16 dividing it, which rule large_gemm removed where M and N are large: no config
+# at all survived at 1000x3000x2000 on the H100. The TMA family's loads zero-fill the padding; the plain family masks
+# its loads.
+MASKED_K_MAX_PADDING = 1 / 16
+
+
+def pads_k_little(problem: GemmProblem, config: Config) -> bool:
+    """Whether BLOCK_K tiles cover K with padding of at most MASKED_K_MAX_PADDING of K."""
+    padding = cdiv(problem.K, config.BLOCK_SIZE_K) * config.BLOCK_SIZE_K - problem.K
+    return padding <= problem.K * MASKED_K_MAX_PADDING
+
+
 def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Seed rule: SPLIT_K·BLOCK_K divides K, so the K loop needs no mask. A K that is not a multiple
     # of the smallest BLOCK_K (min_block_k) has no such config; there the masked K loop is used instead,
-    # with no split and no more than one block of padding. A tile without a matrix instruction may take the masked
-    # loop at any K: it streams B, whose padding it never loads, and more of it in flight per step pays (at
-    # 1x4096x14336, BLOCK_K 4096 with 32 warps; rule static_shape's numbers).
+    # with no split and no more than one block of padding. Where few K tiles divide K (K = 2000: only 16), the
+    # masked loop without a split is kept too for the K tiles that pad K little (pads_k_little). A tile without a
+    # matrix instruction may take the masked loop at any K: it streams B, whose padding it never loads, and more of it
+    # in flight per step pays (at 1x4096x14336, BLOCK_K 4096 with 32 warps; rule static_shape's numbers).
     smallest = min_block_k(problem)
     if problem.K % smallest == 0 and not (without_instruction(config) and config.SPLIT_K == 1):
-        return even_k(problem, config)
+        return even_k(problem, config) or (config.SPLIT_K == 1 and pads_k_little(problem, config))
     return config.SPLIT_K == 1 and config.BLOCK_SIZE_K < problem.K + smallest
 
 
@@ -216,19 +233,26 @@ def _accumulator_registers(problem: GemmProblem, config: Config, device: DeviceP
 
 
 def _block_not_oversized(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # ROCm script rule: a block over twice the matrix dimension computes mostly padding.
-    return config.BLOCK_SIZE_M <= max(device.instr_m, 2 * problem.M) and config.BLOCK_SIZE_N <= max(
-        device.instr_n, 2 * problem.N
+    # ROCm script rule: a block over twice the matrix dimension computes mostly padding. Triton's dot takes no block
+    # narrower than NARROWEST_DOT, so that one stays for a side of fewer than 8 (M = 12096, N = 7 kept no config).
+    return config.BLOCK_SIZE_M <= max(device.instr_m, NARROWEST_DOT, 2 * problem.M) and config.BLOCK_SIZE_N <= max(
+        device.instr_n, NARROWEST_DOT, 2 * problem.N
     )
+
+
+LARGE_GEMM_LEAST_BLOCK_K = 32
 
 
 def _large_gemm(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # When M and N are both large and 128x128 tiles already give every SM work, thin tiles or few
     # warps cannot feed the matrix units: their operand loads per multiply-add are too many (ROCm
     # script's large-GEMM rule). A skinny M or N keeps its thin tiles.
+    # Where the deepest power of two dividing K is shallower (K = 48: 16; K = 7: 1), K tiles of that depth stay: rule
+    # k_tiling keeps few others there (8928x19529x7 and 2048x2048x48 kept no config).
     if min(problem.M, problem.N) < 128 or output_tiles(problem, Config(128, 128, 16)) < device.sm_count:
         return True
-    return min(config.BLOCK_SIZE_M, config.BLOCK_SIZE_N) >= 64 and config.BLOCK_SIZE_K >= 32 and config.num_warps >= 4
+    return (min(config.BLOCK_SIZE_M, config.BLOCK_SIZE_N) >= 64 and config.num_warps >= 4
+            and config.BLOCK_SIZE_K >= min(LARGE_GEMM_LEAST_BLOCK_K, problem.K & -problem.K))
 
 
 def _stages_within_k_loop(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
@@ -460,13 +484,10 @@ def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
     return bool(config.PERSISTENT_TMA) and any(row % 16 == 0 and row % 128 for row in operand_row_bytes(problem))
 
 
-NARROWEST_EDGE = 16  # the narrowest tile Triton's dot takes
-
-
 def edge_columns(problem: GemmProblem, config: Config) -> tuple[int, ...]:
     """Widths of a NARROW_EDGE config's edge tiles on the problem its kernel computes (C^T with SWAP_AB), as the launch
     sets them (gen.tma_family.edge_columns): the columns past the last whole tile rounded up to a power of two, at
-    least NARROWEST_EDGE; where that is a whole tile, half a tile and the rest so rounded, if narrower than the half;
+    least NARROWEST_DOT; where that is a whole tile, half a tile and the rest so rounded, if narrower than the half;
     () where whole tiles cover N or the edge tiles would be as wide as a whole one."""
     n = problem.M if config.SWAP_AB else problem.N
     rest = n % config.BLOCK_SIZE_N
@@ -481,7 +502,7 @@ def edge_columns(problem: GemmProblem, config: Config) -> tuple[int, ...]:
 
 
 def _edge_width(columns: int) -> int:
-    return max(NARROWEST_EDGE, next_power_of_two(columns))
+    return max(NARROWEST_DOT, next_power_of_two(columns))
 
 
 EDGE_SLICE_K_TILES = 4  # the fewest K tiles in a slice of a split edge tile (gen.tma_family.EDGE_SLICE_K_TILES)
@@ -621,8 +642,9 @@ RULES: tuple[Rule, ...] = (
          f"instruction) only for M < {DOT_MIN_ROWS}, no taller than M needs, a vector of B per thread",
          _matrix_instruction,
          (*TILE, "BLOCK_SIZE_K", "num_warps", "matrix_instr_nonkdim", "kpack")),
-    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop only for K not a multiple of 16, 32 for 1-byte inputs, "
-         f"or for BLOCK_M < {DOT_MIN_ROWS} without a split)", _k_tiling, ("BLOCK_SIZE_M", "BLOCK_SIZE_K", "SPLIT_K")),
+    Rule("k_tiling", "SPLIT_K*BLOCK_K divides K (masked K loop without a split only for K not a multiple of 16, 32 "
+         f"for 1-byte inputs, for BLOCK_K padding K by at most 1/{round(1 / MASKED_K_MAX_PADDING)}, or for BLOCK_M < "
+         f"{DOT_MIN_ROWS})", _k_tiling, ("BLOCK_SIZE_M", "BLOCK_SIZE_K", "SPLIT_K")),
     Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids,
          (*TILE, "SPLIT_K", "SWAP_AB")),
     Rule("group_m", "GROUP_M=1 where one row of tiles; of the GROUP_M values that group every row, the smallest",
@@ -631,8 +653,9 @@ RULES: tuple[Rule, ...] = (
          (*TILE, "BLOCK_SIZE_K", "num_stages")),
     Rule("registers", "fp32 accumulator <= half the registers of a thread (a quarter without a matrix instruction)",
          _accumulator_registers, (*TILE, "BLOCK_SIZE_K", "num_warps")),
-    Rule("block_size", "BLOCK_M <= 2*M and BLOCK_N <= 2*N", _block_not_oversized, TILE),
-    Rule("large_gemm", "when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= 32, num_warps >= 4", _large_gemm,
+    Rule("block_size", f"BLOCK_M <= 2*M and BLOCK_N <= 2*N, or {NARROWEST_DOT}", _block_not_oversized, TILE),
+    Rule("large_gemm", f"when 128x128 tiles fill the GPU: BLOCK_M,N >= 64, BLOCK_K >= {LARGE_GEMM_LEAST_BLOCK_K} "
+         "(or the largest power of two dividing K), num_warps >= 4", _large_gemm,
          (*TILE, "BLOCK_SIZE_K", "num_warps")),
     Rule("num_stages", "num_stages <= K-loop iterations + 1", _stages_within_k_loop,
          ("num_stages", "BLOCK_SIZE_K", "SPLIT_K")),

@@ -433,7 +433,9 @@ class _Search:
         matmul = next((s.matmul_us for s in reversed(rounds) if s.matmul_us is not None), None)
         note = None
         if self.budget.spent:
-            source = next((f"round {i}" for i, s in enumerate(rounds) if s.times is times), "rounds 0 and 1")
+            timed_rounds = [str(i) for i, state in enumerate(rounds) if state.times]
+            source = next((f"round {i}" for i, s in enumerate(rounds) if s.times is times),
+                          ("round " if len(timed_rounds) == 1 else "rounds ") + " and ".join(timed_rounds))
             note = (f"time budget of {self.settings.time_budget:g} s spent: winner picked from the {len(times)} "
                     f"configs timed in {source} ({self.checkpoint.timed()} of {len(self.names)} configs timed in all)")
         if self.settings.search != "exhaustive":

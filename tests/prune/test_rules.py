@@ -78,12 +78,19 @@ CASES = [
     ("matrix_instruction", problem(3, 4096, 4096, "fp32"), C(4, 2, 128, nw=4), IP, True),  # 256 = 128 * 2
     ("matrix_instruction", SKINNY, C(8, 16, 256, nw=1), IP, False),  # M = 16: an instruction's rows
     ("matrix_instruction", SKINNY, C(16, 16, 16, nw=2), IP, True),
-    # k_tiling: SPLIT_K*BLOCK_K divides K when 16 | K, else masked loop with SPLIT_K=1 and BK < K + 16
+    # k_tiling: SPLIT_K*BLOCK_K divides K when 16 | K, else masked loop with SPLIT_K=1 and BK < K + 16 ...
     ("k_tiling", BIG, C(128, 128, 64, sk=4), IP, True),  # 4096 % 256 == 0
     ("k_tiling", BIG, C(128, 128, 256, sk=16), IP, True),  # 4096 % 4096 == 0
     ("k_tiling", problem(4096, 4096, 2048), C(128, 128, 256, sk=16), IP, False),  # 2048 % 4096 != 0
-    ("k_tiling", problem(4096, 4096, 4000), C(128, 128, 64), IP, False),  # 4000 % 64 == 32
     ("k_tiling", problem(4096, 4096, 4000), C(128, 128, 32, sk=5), IP, True),  # 4000 % 160 == 0
+    # ... or, without a split, a masked last K step padding K by at most a sixteenth
+    ("k_tiling", problem(4096, 4096, 4000), C(128, 128, 64), IP, True),  # 4000 -> 4032
+    ("k_tiling", problem(4096, 4096, 4000), C(128, 128, 256), IP, True),  # 4000 -> 4096: 96 <= 250
+    ("k_tiling", problem(4096, 4096, 4000), C(128, 128, 64, sk=2), IP, False),  # 4000 % 128 == 32, split
+    ("k_tiling", problem(1000, 3000, 2000), C(128, 128, 128), IP, True),  # 2000 -> 2048: 48 <= 125
+    ("k_tiling", problem(4096, 4096, 3072), C(128, 128, 2048), IP, False),  # 3072 -> 4096: 1024 > 192
+    ("k_tiling", problem(2048, 2048, 48), C(128, 128, 64), IP, False),  # 48 -> 64: 16 > 3
+    ("k_tiling", problem(16, 16, 16), C(16, 16, 32), IP, False),  # 16 -> 32
     ("k_tiling", ODD, C(16, 16, 32), IP, True),  # 40 % 16 != 0: masked, 32 < 56
     ("k_tiling", ODD, C(16, 16, 64), IP, False),  # 64 >= 56
     ("k_tiling", ODD, C(16, 16, 16, sk=2), IP, False),  # no split with a masked K loop
@@ -122,7 +129,7 @@ CASES = [
     ("registers", DECODE, C(1, 8, 1024, nw=4), IP, True),  # 64 <= 64
     ("registers", DECODE, C(1, 16, 1024, nw=4), IP, False),  # 128 > 64
     ("registers", DECODE, C(2, 64, 256, nw=8), IP, False),  # 128 > 64
-    # block_size: BM <= max(instr_m, 2M), BN <= max(instr_n, 2N)
+    # block_size: BM <= max(instr_m, 16, 2M), BN <= max(instr_n, 16, 2N): 16, Triton's narrowest dot, stays
     ("block_size", SKINNY, C(64, 64, 64), IP, False),  # 64 > 32
     ("block_size", SKINNY, C(32, 256, 64), IP, True),
     ("block_size", ODD, C(64, 32, 16), IP, True),  # 64 <= 66, 32 <= 34
@@ -130,7 +137,14 @@ CASES = [
     ("block_size", ODD, C(16, 64, 16), IP, False),  # 64 > 34
     ("block_size", TINY_M, C(32, 64, 64), IP, False),  # 32 > max(16, 16)
     ("block_size", TINY_M, C(32, 64, 64), SMALL_GPU, True),  # 32 <= max(32, 16)
-    # large_gemm: when 128x128 tiles fill the GPU, BM,BN >= 64, BK >= 32, warps >= 4
+    ("block_size", problem(12096, 7, 10040), C(128, 16, 64), IP, True),  # 16 > 2 * 7: the narrowest dot
+    ("block_size", problem(12096, 7, 10040), C(128, 32, 64), IP, False),
+    # large_gemm: when 128x128 tiles fill the GPU, BM,BN >= 64, BK >= 32 (or the largest power of two dividing K),
+    # warps >= 4
+    ("large_gemm", problem(8928, 19529, 7), C(128, 128, 16, nw=4), IP, True),  # K = 7: 16 >= 1
+    ("large_gemm", problem(4096, 4096, 48), C(128, 128, 16, nw=4), IP, True),  # 48 = 16 * 3
+    ("large_gemm", problem(4096, 4096, 2000), C(128, 128, 16, nw=4), IP, True),  # 2000 = 16 * 125
+    ("large_gemm", problem(4096, 4096, 4000), C(128, 128, 16, nw=4), IP, False),  # 4000 = 32 * 125: 16 < 32
     ("large_gemm", BIG, C(32, 128, 64, nw=4), IP, False),
     ("large_gemm", BIG, C(128, 128, 16, nw=4), IP, False),
     ("large_gemm", BIG, C(128, 128, 64, nw=2), IP, False),
@@ -354,6 +368,40 @@ def test_tiles_wider_than_any_part_leave_their_registers_to_the_warp_group_rule(
     assert registers.keep(BIG, Config(128, 320, 32, **TMA8), IP)
     assert registers.keep(BIG, Config(128, 384, 32, **TMA8), IP)
     assert not registers.keep(BIG, Config(128, 256, 32, PERSISTENT_TMA=1, num_warps=4), IP)  # 256 a thread: over half
+
+
+@pytest.mark.parametrize("size, dtype", [((1000, 3000, 2000), "fp16"), ((2048, 2048, 48), "fp16"),
+                                         ((4096, 4096, 6000), "fp16"), ((12096, 7, 10040), "fp16"),
+                                         ((8928, 19529, 7), "fp16"), ((12000, 2, 1), "fp32")])
+def test_sizes_that_kept_no_config_keep_some(size, dtype):
+    # each kept no config at all before its rule was mended (k_tiling, block_size, large_gemm; BENCHMARKS.md,
+    # thirty-fourth run): the tuner could not tune it
+    assert prune(problem(*size, dtype), IP).configs
+
+
+def _side(rng: random.Random) -> int:
+    """A matrix side as users have them: tiny, a multiple of 16 or anything up to 20000."""
+    kind = rng.random()
+    if kind < 0.3:
+        return rng.choice([1, 2, 3, 7, 48, 80, 100, 1000, 2000, 3000, 6000, 12000])
+    return 16 * rng.randint(1, 800) if kind < 0.6 else rng.randint(1, 20000)
+
+
+def test_sizes_of_every_kind_keep_a_config():
+    rng = random.Random(11)
+    for _ in range(8):
+        dtype = rng.choice(["fp16", "bf16", "fp32", "fp8", "int8"])
+        size = problem(_side(rng), _side(rng), _side(rng), dtype, col_b=rng.random() < 0.5)
+        assert prune(size, IP).configs, size
+
+
+@pytest.mark.parametrize("size", [(1000, 3000, 2000), (4096, 4096, 6000)])
+def test_k_with_few_power_of_two_factors_keeps_deep_k_tiles(size):
+    # K = 2000 or 6000 is a multiple of 16 that no K tile of 32 or more divides: before the masked loop was kept
+    # for them, both lost every config (BLOCK_K 16 alone divided K, and rule large_gemm removed it)
+    result = prune(problem(*size), IP)
+    assert any(c.BLOCK_SIZE_K >= 64 and c.PERSISTENT_TMA for c in result.configs)
+    assert any(c.BLOCK_SIZE_K >= 64 and not c.PERSISTENT_TMA for c in result.configs)
 
 
 def test_compound_tiles_survive_pruning_where_they_fill_a_wave():

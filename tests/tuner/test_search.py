@@ -108,6 +108,14 @@ def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_ref
     assert not any(job.cache_flush for job in jobs) and not outcome.searched.flushed  # picked from unflushed rounds
 
 
+def test_a_budget_spent_in_the_first_refine_round_says_so(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "REFINE", REFINE)
+    _spend_after(monkeypatch, 2)
+    outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
+    assert len(jobs) == 1 and set(outcome.timings["config"]) <= set(jobs[0].time_configs)
+    assert "configs timed in round 0 (" in outcome.searched.note  # before: "in rounds 0 and 1" though 1 never ran
+
+
 @pytest.mark.parametrize("cache_flush, expected", [("final", [False, True]), ("all", [True, True]),
                                                     ("none", [False, False]), ("auto", [False, True])])
 def test_which_rounds_flush(tmp_path, cache_flush, expected):
