@@ -25,7 +25,7 @@ class PruneResult:
 
 def _one_group_order(rule: Rule, group_values: tuple[int, ...]) -> Rule:
     """The group_m rule's other half, which needs the space's GROUP_SIZE_M values: of those that group every row of
-    tiles (all alike), only the smallest is kept."""
+    tiles, or of any where there is one column of tiles (all alike), only the smallest is kept."""
     return replace(rule, keep=lambda problem, config, device: (rule.keep(problem, config, device)
                                                                and not repeats_group_order(problem, config, group_values)))
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from prune.config import Config
+from prune.rules import next_power_of_two as bucket  # a size's bucket: the smallest power of two >= it
 
 Shape = tuple[int, int, int]  # (M, N, K)
 
@@ -40,11 +41,6 @@ class Choice:
     config: Config
     rule: str
     tuned_shape: Shape | None
-
-
-def bucket(x: int) -> int:
-    """The smallest power of two >= x (x >= 1)."""
-    return 1 << (x - 1).bit_length()
 
 
 def default_config(M: int, N: int, K: int, least_block_k: int = 16) -> Config:

@@ -26,7 +26,7 @@ if [ "$mode" = tests ]; then
   # one pytest per file (newest first), so that a time-out loses one file's summary, not all of them
   files=${*:-tests/gpu/test_small_rows_gpu.py tests/gpu/test_warp_group_family_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py
     tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
-    tests/gpu/test_benchmark_gpu.py tests/gpu/test_bench_gemm_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
+    tests/gpu/test_benchmark_gpu.py tests/gpu/test_bench_gemm_gpu.py tests/gpu/test_interleaved_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
     tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}
   deadline=$(( $(date +%s) + ${TEST_SECONDS:-270} ))
   for file in $files; do

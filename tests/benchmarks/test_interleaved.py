@@ -1,5 +1,6 @@
 """benchmarks/interleaved.py on the CPU: the order of the columns in each round, how many rounds fit the budget,
-and the medians (the event timing itself runs on the device machine, inside bench_gemm)."""
+the medians, the sleep, and which columns' calls outlast the GPU's queue (the event timing itself runs on the device
+machine, inside bench_gemm)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,16 @@ def test_the_gpu_sleeps_only_where_short_kernels_leave_the_host_behind(interleav
     assert interleaved.sleep_us([70.0, 150.0, 10.0], flush_us=85.0, shortest_us=10.0) == pytest.approx(130.0)
     assert interleaved.sleep_us([20.0, 30.0], flush_us=85.0, shortest_us=5.0) == 0.0  # the flush alone covers it
     assert interleaved.sleep_us([70.0, 150.0], flush_us=85.0, shortest_us=185.0) == 0.0  # 4096^3: the kernels do
+
+
+def test_a_column_is_exposed_when_too_many_of_its_calls_find_their_window_open(interleaved):
+    one_late = [False] * 19 + [True]  # 1 of 20: within AT_RISK_SHARE (a tenth)
+    three_late = [False] * 17 + [True] * 3
+    assert interleaved.exposed_columns({"cuBLAS": one_late, "tune_gemm": three_late}) == ["tune_gemm"]
+    assert interleaved.exposed_columns({"a": [False] * 10, "b": [True, False] * 5}) == ["b"]
+
+
+def test_each_attempt_after_an_exposed_one_sleeps_longer(interleaved):
+    assert interleaved.longer_sleep_us(130.0, [70.0, 150.0]) == 260.0
+    assert interleaved.longer_sleep_us(100.0, [70.0, 300.0]) == pytest.approx(450.0)  # HOST_MARGIN x the slowest
+    assert interleaved.longer_sleep_us(0.0, [40.0]) == pytest.approx(60.0)  # no sleep before

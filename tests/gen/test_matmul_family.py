@@ -1,5 +1,6 @@
 """gen/matmul_family under the interpreter: grouped_tile, the tile order both families walk, and why pruning keeps
-one GROUP_SIZE_M of those that group every row of tiles (prune.rules.repeats_group_order); tiles of fewer rows than a
+one GROUP_SIZE_M of those that group every row of tiles, and one where there is one column of tiles
+(prune.rules.repeats_group_order); tiles of fewer rows than a
 matrix instruction (row_products), right for every input type."""
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ def test_every_group_of_all_rows_walks_the_tiles_column_by_column(rows, columns)
     column_by_column = [(row, column) for column in range(columns) for row in range(rows)]
     for group in (rows, rows + 1, 2 * rows, 32):
         assert _order(rows, columns, group) == column_by_column
+
+
+@pytest.mark.parametrize("rows", [1, 5, 16])
+def test_one_column_of_tiles_is_walked_row_by_row_by_every_group(rows):
+    # why pruning keeps one GROUP_SIZE_M where there is one column of tiles (prune.rules.repeats_group_order)
+    for group in (1, 2, 4, 8, 32):
+        assert _order(rows, 1, group) == [(row, 0) for row in range(rows)]
 
 
 def test_smaller_groups_walk_other_orders_each_tile_once():

@@ -884,6 +884,28 @@ def test_prune_keeps_one_group_of_every_row(M, group_m, kept):
     assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space)
 
 
+@pytest.mark.parametrize("N, kept", [
+    (128, {1}),  # one column of 128-column tiles: every group walks the 16 rows in turn
+    (72, {1}),
+    (129, {1, 4, 8, 16}),  # two columns: the groups of fewer than the 16 rows and one of all of them
+])
+def test_prune_keeps_one_group_where_one_column_of_tiles(N, kept):
+    space = RangeSpace(block_m=(64,), block_n=(128,), block_k=(64,), group_m=(1, 4, 8, 16, 32), split_k=(1,),
+                       num_warps=(4,), num_stages=(3,))
+    result = prune(problem(1024, N, 4096), IP, space)
+    assert {c.GROUP_SIZE_M for c in result.configs} == kept
+    assert len(result.configs) + sum(result.removed_by_rule.values()) == len(space)
+
+
+def test_prune_counts_c_transposed_columns_along_m():
+    # C^T of 96x8104 is 127 rows of 64 by one column of 128 along M = 96: one group; C is 2 rows by 64 columns
+    space = RangeSpace(block_m=(64,), block_n=(128,), block_k=(64,), group_m=(1, 4, 8, 16, 32), split_k=(1,),
+                       num_warps=(4,), num_stages=(3,), persistent_tma=(1,), swap_ab=(0, 1))
+    result = prune(problem(96, 8104, 1024), IP, space)
+    assert {c.GROUP_SIZE_M for c in result.configs if c.SWAP_AB} == {1}
+    assert {c.GROUP_SIZE_M for c in result.configs if not c.SWAP_AB} == {1, 4}
+
+
 def test_prune_groups_c_transposed_by_its_own_rows():
     # C^T of 8191x300 is 300x8191: three rows of 128-row tiles, where C has 64
     space = RangeSpace(block_m=(128,), block_n=(256,), block_k=(64,), group_m=(1, 4, 8, 16, 32), split_k=(1,),

@@ -43,12 +43,12 @@ def test_plan_splits_each_size_and_keeps_whole_ones_whole():
 
 
 def test_sizes_are_split_only_when_fewer_than_workers_and_the_gpus_alike(small_space, capsys):
-    split, other = problem(32, 32, 32), problem(32, 32, 64)  # 36 configs of the small space each
+    split, other = problem(32, 32, 32), problem(32, 32, 64)  # 30 configs of the small space each
     assert plan([split, other], 2, INTERPRETER_PROFILE, small_space, 4) == [Work(split), Work(other)]
     assert plan([split], 2, INTERPRETER_PROFILE, small_space, 4) == [Work(split, Chunk(0, 2)), Work(split, Chunk(1, 2))]
     assert plan([split], 2, INTERPRETER_PROFILE, small_space) == [Work(split)]  # its few configs: under the minimum
     assert plan([split], 2, None, small_space, 4) == [Work(split)]  # unlike or unknown GPUs
-    assert capsys.readouterr().out == f"{split.label}: 36 configs in 2 chunks over 2 workers\n"
+    assert capsys.readouterr().out == f"{split.label}: 30 configs in 2 chunks over 2 workers\n"
 
 
 def test_the_gpus_are_alike_only_when_every_one_is_known_and_the_same():
