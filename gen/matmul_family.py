@@ -167,6 +167,7 @@ def matmul_tile(
     reduction kernel scales and adds it once. FUSED_REDUCE (SPLIT_K > 1; SLOT_SUM or ATOMIC_SUM): c_ptr is C, and
     the tile's K slices sum their partials themselves (finish_split_tile) through `partials_ptr` and
     `arrivals_ptr`, None otherwise."""
+    SHORT_TILE: tl.constexpr = BLOCK_SIZE_M < DOT_MIN_ROWS  # fewer rows than a matrix instruction: row_products
     pid_k = tl.program_id(axis=1)
     pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_SIZE_M), tl.cdiv(N, BLOCK_SIZE_N),
                                 GROUP_SIZE_M)
@@ -179,16 +180,16 @@ def matmul_tile(
     offs_bn = offs_n % N
     offs_k = pid_k * BLOCK_SIZE_K + tl.arange(0, BLOCK_SIZE_K)
     a_ptrs, b_ptrs, a_k, b_k = operand_tiles(a_ptr, b_ptr, offs_am, offs_bn, offs_k, stride_am, stride_ak, stride_bk,
-                                             stride_bn, BLOCK_SIZE_M < DOT_MIN_ROWS)
+                                             stride_bn, SHORT_TILE)
 
     acc_dtype = tl.float32 if a_ptr.type.element_ty != tl.int8 else tl.int32  # int8 dots accumulate exactly
-    if BLOCK_SIZE_M < DOT_MIN_ROWS:  # every product kept apart until after the loop (row_products)
+    if SHORT_TILE:  # every product kept apart until after the loop
         acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_K, BLOCK_SIZE_N), dtype=acc_dtype)
     else:
         acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K * SPLIT_K)):
         k_left = K - k * BLOCK_SIZE_K * SPLIT_K
-        if BLOCK_SIZE_M < DOT_MIN_ROWS:
+        if SHORT_TILE:
             # B streams past once while every program reads A: B's lines are the first to leave L2, A's the last
             a, b = load_operands(a_ptrs, b_ptrs, a_k, b_k, k_left, EVEN_K, "evict_last", "evict_first")
             acc = row_products(a, b, acc)
@@ -197,7 +198,7 @@ def matmul_tile(
             acc = dot_accumulate(a, b, acc)
         a_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * SPLIT_K * stride_bk
-    if BLOCK_SIZE_M < DOT_MIN_ROWS:
+    if SHORT_TILE:
         acc = tl.sum(acc, axis=1)
 
     if FUSED_REDUCE:
