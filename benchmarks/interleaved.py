@@ -20,9 +20,9 @@ The host's cost is estimated before the rounds, and it drifts: at 16384x64x2048 
 136 to 232 us to issue between runs, cuBLAS's 74 to 514 us, and one run timed a 33 us kernel at 152 us. So each call
 checks, once issued, whether the GPU has already passed the event that opens its window (it may then have waited for
 the call inside it); where more than AT_RISK_SHARE of a column's calls found it passed, the rounds run again with
-the sleep doubled (and at least HOST_MARGIN times those columns' host costs, measured then), at most MAX_ATTEMPTS times in all, and a column still
-so is reported (Interleaved.exposed). Each column's host cost is measured apart too, one call at a time on an idle
-GPU (Interleaved.host_us): what a caller pays to launch it, whatever the GPU's time.
+the sleep doubled, and at least HOST_MARGIN times those columns' host costs measured then, at most MAX_ATTEMPTS
+times in all; a column still so is reported (Interleaved.exposed). Each column's host cost is measured apart too,
+one call at a time on an idle GPU (Interleaved.host_us): what a caller pays to launch it, whatever the GPU's time.
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ def longer_sleep_us(pause_us: float, host_us: list[float]) -> float:
 
 @dataclass
 class Interleaved:
+    """What interleaved_times measured for each column."""
+
     gpu_us: dict[str, float]  # column -> median microseconds between the events around its call
     host_us: dict[str, float]  # column -> median microseconds a call takes to issue, on an idle GPU
     attempts: int  # how many times the rounds ran (see the module docstring)
@@ -119,7 +121,7 @@ def interleaved_times(calls: dict[str, Callable[[], object]]) -> Interleaved:
         end.record()
         return start, end, late
 
-    estimates, host_us = [], []
+    estimates, issue_us = [], []  # per column: median kernel ms, median µs to issue timed() (flush included)
     for call in calls.values():
         warm = timed(call)
         torch.cuda.synchronize()
@@ -131,14 +133,14 @@ def interleaved_times(calls: dict[str, Callable[[], object]]) -> Interleaved:
             issued.append((time.perf_counter() - before) * 1e6)
         torch.cuda.synchronize()
         estimates.append(statistics.median(s.elapsed_time(e) for s, e, _ in pairs))
-        host_us.append(statistics.median(issued))
+        issue_us.append(statistics.median(issued))
     flush_start, flush_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     flush_start.record()
     flush.zero_()
     flush_end.record()
     flush_end.synchronize()
     flush_us = flush_start.elapsed_time(flush_end) * 1e3
-    pause_us = sleep_us(host_us, flush_us, min(estimates) * 1e3)
+    pause_us = sleep_us(issue_us, flush_us, min(estimates) * 1e3)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         sleep_cycles = gpu_sleep_cycles(pause_us * 1e-6)
         per_call = [estimate + (flush_us + pause_us) / 1e3 for estimate in estimates]
@@ -151,5 +153,5 @@ def interleaved_times(calls: dict[str, Callable[[], object]]) -> Interleaved:
         if not exposed:
             break
         pause_us = longer_sleep_us(pause_us, [host_cost_us(calls[name]) for name in exposed])
-    return Interleaved(medians_us({name: [s.elapsed_time(e) for s, e, _ in samples] for name, samples in events.items()}),
-                       {name: host_cost_us(call) for name, call in calls.items()}, attempt, exposed)
+    gpu_us = medians_us({name: [s.elapsed_time(e) for s, e, _ in samples] for name, samples in events.items()})
+    return Interleaved(gpu_us, {name: host_cost_us(call) for name, call in calls.items()}, attempt, exposed)

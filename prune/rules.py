@@ -656,7 +656,8 @@ RULES: tuple[Rule, ...] = (
     Rule("split_k", "SPLIT_K=1 when the output tiles already fill the GPU", _split_k_only_for_small_grids,
          (*TILE, "SPLIT_K", "SWAP_AB")),
     Rule("group_m", "GROUP_M=1 where one row of tiles; of the GROUP_M values that group every row, the smallest; "
-         "the smallest where one column of tiles", _group_m, ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "GROUP_SIZE_M", "SWAP_AB")),
+         "the smallest where one column of tiles", _group_m,
+         ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "GROUP_SIZE_M", "SWAP_AB")),
     Rule("shared_memory", "num_stages*(BM*BK+BK*BN)*bytes <= the device's shared memory per block", _shared_memory,
          (*TILE, "BLOCK_SIZE_K", "num_stages")),
     Rule("registers", "fp32 accumulator <= half the registers of a thread (a quarter without a matrix instruction)",

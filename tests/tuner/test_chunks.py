@@ -43,7 +43,7 @@ def test_plan_splits_each_size_and_keeps_whole_ones_whole():
 
 
 def test_sizes_are_split_only_when_fewer_than_workers_and_the_gpus_alike(small_space, capsys):
-    split, other = problem(32, 32, 32), problem(32, 32, 64)  # 30 configs of the small space each
+    split, other = problem(32, 32, 32), problem(32, 32, 64)  # 30 and 40 configs of the small space
     assert plan([split, other], 2, INTERPRETER_PROFILE, small_space, 4) == [Work(split), Work(other)]
     assert plan([split], 2, INTERPRETER_PROFILE, small_space, 4) == [Work(split, Chunk(0, 2)), Work(split, Chunk(1, 2))]
     assert plan([split], 2, INTERPRETER_PROFILE, small_space) == [Work(split)]  # its few configs: under the minimum
