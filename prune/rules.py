@@ -32,10 +32,19 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def tile_rows(problem: GemmProblem, config: Config) -> int:
+    """Rows of tiles of the output the kernel computes (C, or C^T with SWAP_AB): what GROUP_SIZE_M groups."""
+    return cdiv(problem.N if config.SWAP_AB else problem.M, config.BLOCK_SIZE_M)
+
+
+def tile_columns(problem: GemmProblem, config: Config) -> int:
+    """Columns of tiles of the output the kernel computes (C, or C^T with SWAP_AB)."""
+    return cdiv(problem.M if config.SWAP_AB else problem.N, config.BLOCK_SIZE_N)
+
+
 def output_tiles(problem: GemmProblem, config: Config) -> int:
     """Tiles of the output the kernel computes: C, or C^T with SWAP_AB (BLOCK_SIZE_M along N)."""
-    rows, cols = (problem.N, problem.M) if config.SWAP_AB else (problem.M, problem.N)
-    return cdiv(rows, config.BLOCK_SIZE_M) * cdiv(cols, config.BLOCK_SIZE_N)
+    return tile_rows(problem, config) * tile_columns(problem, config)
 
 
 def k_iterations(problem: GemmProblem, config: Config) -> int:
@@ -178,16 +187,6 @@ def _split_k_only_for_small_grids(problem: GemmProblem, config: Config, device: 
     if config.SPLIT_K == 1:
         return True
     return output_tiles(problem, config) < device.sm_count
-
-
-def tile_rows(problem: GemmProblem, config: Config) -> int:
-    """Rows of tiles of the output the kernel computes (C, or C^T with SWAP_AB): what GROUP_SIZE_M groups."""
-    return cdiv(problem.N if config.SWAP_AB else problem.M, config.BLOCK_SIZE_M)
-
-
-def tile_columns(problem: GemmProblem, config: Config) -> int:
-    """Columns of tiles of the output the kernel computes (C, or C^T with SWAP_AB)."""
-    return cdiv(problem.M if config.SWAP_AB else problem.N, config.BLOCK_SIZE_N)
 
 
 def _group_m(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
