@@ -12,8 +12,11 @@ recorded config, the cuBLAS call, max-autotune), on the same inputs as bench_gem
   caller that replays graphs (an inference engine) sees it;
 - do_bench us: bench_gemm's figure.
 
-For a persistent TMA config, "tune_gemm descriptors" is the host cost of building its three tensor
-descriptors alone, a part of tune_gemm's host cost.
+"tune_gemm" calls the generated module's launcher of the recorded config; "tune_gemm.matmul" the run-time API
+with the results file loaded (its checks, lookup and a new output included: what an application calls). For a
+persistent TMA config, "tune_gemm descriptors" is the host cost of building its tensor descriptors alone. Launches
+after the first of a call signature are replayed (gen.matmul_family.Replay); "tune_gemm, JIT" is the launcher with
+every launch through Triton's JIT instead (what TUNE_GEMM_REPLAY=0 in the environment does everywhere).
 
     python benchmarks/launch_cost.py tuned.yaml --sizes 1024x1024x1024,16x16x16
 """
@@ -37,6 +40,7 @@ from runtime.kernels import tma_variant  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
 from tuner.sizes import load_sizes  # noqa: E402
+from tune_gemm import load_results, matmul  # noqa: E402
 
 CALLS = 200
 WARM_CALLS = 20
@@ -85,6 +89,25 @@ def descriptors_call(config, operands):
     return lambda: tma_arguments(config, variant, a, b, c)
 
 
+def through_the_jit(module, call):
+    """`call` with the generated module's launches through Triton's JIT every time (its REPLAY_LAUNCHES off)."""
+    def jit_call():
+        replaying = module.REPLAY_LAUNCHES
+        module.REPLAY_LAUNCHES = False
+        try:
+            return call()
+        finally:
+            module.REPLAY_LAUNCHES = replaying
+    return jit_call
+
+
+def api_call(problem: GemmProblem, operands: tuple):
+    """The run-time API's call on the entry's operands (the launcher's: a, b, c, then bias or scales)."""
+    a, b = operands[:2]
+    scales = operands[4:6] if len(operands) == 6 else (None, None)
+    return lambda: matmul(a, b, problem.dtype_c.torch_dtype, scale_a=scales[0], scale_b=scales[1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a tune_gemm results file")
@@ -92,6 +115,7 @@ def main() -> int:
     args = parser.parse_args()
     wanted = set(filter(None, (args.sizes or "").split(",")))
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
+    load_results(args.results)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {CALLS} calls per figure")
     print("| size | column | host us/call | back-to-back us/call | graph us/call | do_bench us |")
     print("|---|---|---|---|---|---|")
@@ -102,6 +126,9 @@ def main() -> int:
                 continue
             entry = entry_columns(problem, config, Path(workdir))
             calls = dict(entry.calls)
+            calls["tune_gemm, JIT"] = through_the_jit(entry.module, calls["tune_gemm"])
+            if not problem.bias:  # the API takes no bias
+                calls["tune_gemm.matmul"] = api_call(problem, entry.operands)
             if config.PERSISTENT_TMA:
                 calls["tune_gemm descriptors"] = descriptors_call(config, entry.operands)
             for name, call in calls.items():

@@ -321,6 +321,74 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# Launches after the first of a call signature skip Triton's argument binding (Replay): on by default where Triton
+# compiles for CUDA; TUNE_GEMM_REPLAY=0 sends every launch through kernel[grid](...). Not on ROCm: never run there.
+REPLAY_LAUNCHES = (not INTERPRETED and torch.version.hip is None
+                   and os.environ.get("TUNE_GEMM_REPLAY", "1") != "0")
+REPLAYS_PER_KERNEL = 256  # call signatures remembered per kernel; the oldest is dropped past that
+
+
+class Replay:
+    """A launch captured from a first call through Triton's JIT (`kernel[grid](...)`), relaunched on later calls of
+    the same call_signature through the compiled kernel's own launcher (`compiled[grid]`). Binding and specializing
+    every argument again, which the JIT does at each call, took most of a launch's host time on the H100: 60-66 of
+    96-150 us at 4096x4096x512 for a persistent TMA config, the compiled kernel's launcher 21-23 (BENCHMARKS.md,
+    thirty-sixth run). A Replay keeps the grid and every argument after the first `leading` ones (sizes, strides,
+    and None for the compile-time constants, which the launcher skips), all fixed by the call signature; each call
+    passes the leading ones (the matrices, or their descriptors)."""
+
+    __slots__ = ("owners", "runner", "fixed", "template")
+
+    def __init__(self, owners: tuple, runner, fixed: tuple, template=None):
+        self.owners = owners  # the config objects its key names by id, kept alive so that no other takes that id
+        self.runner = runner
+        self.fixed = fixed
+        self.template = template  # what the family rebuilds its leading arguments from (TMA: their descriptors)
+
+    def __call__(self, *leading) -> None:
+        self.runner(*leading, *self.fixed)
+
+
+def capture(compiled, grid: tuple, args: tuple, leading: int, owners: tuple, template=None) -> Replay | None:
+    """The Replay of a launch `kernel[grid](*args, **constants)` that returned `compiled`; None where a parameter past
+    `args` is not a compile-time constant (its value would come from the call's keywords), or where there is no
+    compiled kernel to relaunch."""
+    params = getattr(getattr(getattr(compiled, "src", None), "fn", None), "params", None)
+    if params is None or len(params) < len(args) or not all(param.is_constexpr for param in params[len(args):]):
+        return None
+    runner = compiled[(*grid, 1, 1)[:3]]  # the compiled kernel's launcher reads all three grid dimensions
+    return Replay(owners, runner, (*args[leading:], *[None] * (len(params) - len(args))), template)
+
+
+def replays_of(kernel) -> dict:
+    """The launches captured for `kernel` (a Triton kernel, or a stand-in that launches one), by the caller's key.
+    Kept on the kernel itself, so that they go when it goes (a generated module unloaded), and looked up without
+    hashing it (a Triton kernel hashes its source hash, under a lock)."""
+    replays = getattr(kernel, "tune_gemm_replays", None)
+    if replays is None:
+        replays = kernel.tune_gemm_replays = {}
+    return replays
+
+
+def remember(replays: dict, key, replay: Replay | None) -> None:
+    if replay is None:
+        return
+    if len(replays) >= REPLAYS_PER_KERNEL:
+        del replays[next(iter(replays))]
+    replays[key] = replay
+
+
+def _tensor_signature(t) -> tuple | None:
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.data_ptr() % 16 == 0)
+
+
+def call_signature(*tensors) -> tuple:
+    """What a launch's compiled kernel and every argument but the tensors' addresses follow from: the current device
+    (its SM count sizes persistent grids), and each tensor's shape, strides, dtype and whether its address is 16-byte
+    aligned (Triton specializes pointers on that, and the TMA family's copies follow it), or None."""
+    return (torch.cuda.current_device(), *map(_tensor_signature, tensors))
+
+
 def _grid(config: TileConfig, M: int, N: int) -> tuple:
     # One program per output tile and K slice, whatever num_ctas: Triton runs each program as a cluster of num_ctas
     # CTAs that split its tile, and tl.program_id counts clusters.
@@ -389,6 +457,11 @@ def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
 def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
     """C = scale_a scale_b A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any
     strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither."""
+    key = (id(config), call_signature(a, b, c, bias, scale_a, scale_b)) if REPLAY_LAUNCHES else None
+    replay = replays_of(kernel).get(key) if key else None
+    if replay is not None:
+        replay(a, b, c, bias, scale_a, scale_b, None, None)
+        return c
     M, K = a.shape
     N = b.shape[1]
     has_bias = bias is not None
@@ -396,12 +469,15 @@ def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_
     bias_stride = bias.stride(0) if has_bias else 0
     out, partials, arrivals = split_buffers(config, M, N, c)
     slice_stride = out.stride(0) if out.dim() == 3 else 0
-    kernel[_grid(config, M, N)](
-        a, b, out, bias, scale_a, scale_b, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-        b.stride(1), out.stride(-2), out.stride(-1), slice_stride, bias_stride,
-        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias, HAS_SCALES=has_scales,
+    grid = _grid(config, M, N)
+    args = (a, b, out, bias, scale_a, scale_b, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+            b.stride(1), out.stride(-2), out.stride(-1), slice_stride, bias_stride)
+    compiled = kernel[grid](
+        *args, EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias, HAS_SCALES=has_scales,
         num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
     )
+    if key and config.SPLIT_K == 1:  # a split's partials and counters are buffers of the launch
+        remember(replays_of(kernel), key, capture(compiled, grid, args, 8, (config,)))
     if out is not c:
         reduce_kernel[(ceil_div(M, REDUCE_BLOCK.value), ceil_div(N, REDUCE_BLOCK.value))](
             out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),

@@ -17,9 +17,10 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
-                               arrives_last, ceil_div, dot_accumulate, fused_partials, grouped_tile, loaded_resources,
-                               mock_scales, running_sums, summed_partials, tile_partials)
+from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, REPLAY_LAUNCHES, TileConfig, add_row_bias, apply_scales,
+                               arrival_counters, arrives_last, call_signature, capture, ceil_div, dot_accumulate,
+                               fused_partials, grouped_tile, loaded_resources, mock_scales, remember, replays_of,
+                               running_sums, summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -755,6 +756,25 @@ def persistent_grid(config: TileConfig, M: int, N: int, device) -> tuple:
     return (persistent_programs(device, _tiles(config, M, N) * config.SPLIT_K, config.num_ctas),)
 
 
+def rebased(descriptor: TensorDescriptor, base) -> TensorDescriptor:
+    """`descriptor` over another matrix of the same shape, strides and dtype: a copy, without the constructor's
+    checks, which matrices of one call signature pass alike (about 3 us a descriptor)."""
+    copy = object.__new__(type(descriptor))
+    copy.__dict__.update(descriptor.__dict__, base=base)
+    return copy
+
+
+_NO_MATRIX = object()  # C in a template of launch arguments (TmaArguments.template)
+
+
+def _on(operand, matrix):
+    """A launch's operand for another call: a descriptor over `matrix`, `matrix` itself where the operand is a matrix
+    (C stored through pointers), None where there is none."""
+    if operand is None:
+        return None
+    return rebased(operand, matrix) if isinstance(operand, TensorDescriptor) else matrix
+
+
 @dataclass(frozen=True)
 class EdgeOperands:
     """What a NARROW_EDGE launch passes for its edge tiles, one entry per edge width (edge_columns)."""
@@ -768,6 +788,11 @@ class EdgeOperands:
         """The kernel's b_edge, c_edge, b_edge2, c_edge2 and edge_claims: None where there is no such edge."""
         pairs = list(zip(self.b_descs, self.c_args)) + [(None, None)] * (2 - len(self.widths))
         return (*(operand for pair in pairs for operand in pair), self.claims)
+
+    def on(self, b_view, c) -> "EdgeOperands":
+        """The same operands over other matrices (see TmaArguments.on); no claims counter."""
+        return EdgeOperands(self.widths, tuple(_on(desc, b_view) for desc in self.b_descs),
+                            tuple(_on(arg, c) for arg in self.c_args))
 
 
 @dataclass(frozen=True)
@@ -783,6 +808,13 @@ class CompoundOperands:
 
     def kernel_arguments(self) -> tuple:
         return (self.a_lower, self.b_right, *self.c_parts)
+
+    def on(self, a_view, b_view, c) -> "CompoundOperands":
+        """The same operands over other matrices (see TmaArguments.on)."""
+        if not (self.extra_m or self.extra_n):
+            return self
+        return CompoundOperands(self.extra_m, self.extra_n, _on(self.a_lower, a_view), _on(self.b_right, b_view),
+                                tuple(_on(arg, c) for arg in self.c_parts))
 
     def options(self) -> dict:
         """EXTRA_M and EXTRA_N where set: kernels specialized before compound tiles existed stay the same."""
@@ -820,6 +852,24 @@ class TmaArguments:
     after_copies: bool  # a copy (K-major or padding) runs just before the GEMM (see pdl_options)
     edges: EdgeOperands
     parts: CompoundOperands
+
+    def on(self, a, b, c) -> "TmaArguments":
+        """These arguments for another call of the same call_signature that copies nothing: each descriptor over the
+        same part of that call's A (M x K), B (K x N) or C, and C itself where C is stored through pointers."""
+        a_view = operand_matrix(a, self.a_col) if a is not None else None
+        b_view = operand_matrix(b, self.b_col) if b is not None else None
+        return TmaArguments(_on(self.a_desc, a_view), _on(self.b_desc, b_view), _on(self.c, c), self.stride_cm,
+                            self.stride_cn, self.a_col, self.b_col, self.c_tma, self.after_copies,
+                            self.edges.on(b_view, c), self.parts.on(a_view, b_view, c))
+
+    def template(self) -> "TmaArguments":
+        """These arguments over no caller's matrix, as a Replay keeps them (`on` puts a call's matrices in)."""
+        return self.on(None, None, _NO_MATRIX)
+
+    def leading(self, bias, scale_a, scale_b, workspace=None, arrivals=None) -> tuple:
+        """The kernel's arguments before M: the matrices' descriptors (or C), the bias, scales and scratch."""
+        return (self.a_desc, self.b_desc, self.c, bias, scale_a, scale_b, workspace, arrivals,
+                *self.edges.kernel_arguments(), *self.parts.kernel_arguments())
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
@@ -903,10 +953,16 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     variant.swap_ab: the kernel computes C^T = B^T A^T on the transposed views, so C^T is written in place too.
     config.SPLIT_K > 1 (with fused_reduce): each tile's K loop runs in that many slices (split_k_part).
     variant.split_tail: the tiles past the last whole wave do, in tail_slices slices."""
+    result = c  # the caller's C, also where the kernel writes its transpose
     if variant.swap_ab:
         if bias is not None:
             raise ValueError("SWAP_AB computes C^T, whose columns a bias on the rows of C would fall on: no bias")
         a, b, c = b.t(), a.t(), c.t()
+    key = (id(config), id(variant), call_signature(a, b, c, bias, scale_a, scale_b)) if REPLAY_LAUNCHES else None
+    replay = replays_of(kernel).get(key) if key else None
+    if replay is not None:
+        replay(*replay.template.on(a, b, c).leading(bias, scale_a, scale_b))
+        return result
     last_wave = variant.stream_k or variant.split_tail
     if config.SPLIT_K > 1 and (config.reduction_kernel or last_wave or variant.narrow_edge):
         raise ValueError("the TMA family splits K with FUSED_REDUCE (the slices sum their partials themselves), "
@@ -932,16 +988,19 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         workspace, arrivals = tail_scratch(config, _tiles(config, M, N), grid[0], a, c.device)
     else:
         workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
-    kernel[grid](
-        args.a_desc, args.b_desc, args.c, bias, scale_a, scale_b, workspace, arrivals, *args.edges.kernel_arguments(),
-        *args.parts.kernel_arguments(), M, N, K, args.stride_cm, args.stride_cn,
-        bias.stride(0) if bias is not None else 0,
-        A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
+    leading = args.leading(bias, scale_a, scale_b, workspace, arrivals)
+    arguments = (*leading, M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0)
+    compiled = kernel[grid](
+        *arguments, A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
         HAS_SCALES=scale_a is not None, num_warps=config.num_warps, num_stages=config.num_stages,
         **edge_options(config, variant, args.edges.widths, N, slices), **tail_options(tail), **args.parts.options(),
         **pdl_options(args.after_copies), **dict(config.options),
     )
-    return c
+    # copies, scratch and the edge tiles' claims counter are made at each launch: those launches are not replayed
+    if key and not args.after_copies and workspace is None and args.edges.claims is None:
+        remember(replays_of(kernel), key, capture(compiled, grid, arguments, len(leading), (config, variant),
+                                                  args.template()))
+    return result
 
 
 def takes_copies(problem, align_rows: bool = False) -> bool:

@@ -23,8 +23,24 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = Non
            scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None) -> torch.Tensor:
     """A @ B (2-D, same dtype) with the tuned config; the result is a new row-major tensor of `out_dtype`
     (default: the inputs' dtype, fp16 for fp8 inputs, int32 for int8). fp8 inputs may take one fp32 scale per
-    tensor (both or neither): C = scale_a scale_b A @ B."""
-    return matmul_op(a, b, out_dtype, scale_a, scale_b)
+    tensor (both or neither): C = scale_a scale_b A @ B.
+
+    Called eagerly, it runs the dispatcher directly: the custom op's own dispatch cost the host 40-90 us a call on the
+    H100 (BENCHMARKS.md, thirty-sixth run). Under torch.compile, inside a dispatch mode (FakeTensor tracing, export)
+    or where autograd records the call, it goes through the op, which those see and which refuses a backward pass."""
+    if _through_op(a, b):
+        return matmul_op(a, b, out_dtype, scale_a, scale_b)
+    return process_dispatcher().matmul(a, b, out_dtype, scale_a, scale_b)
+
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _through_op(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a call must go through the custom op (see matmul)."""
+    return (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0
+            or type(a) not in _PLAIN_TENSORS or type(b) not in _PLAIN_TENSORS
+            or (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)))
 
 
 def load_results(*paths: os.PathLike | str) -> None:

@@ -18,13 +18,14 @@ from __future__ import annotations
 import functools
 import os
 import warnings
+from dataclasses import dataclass
 
 import torch
 from triton.runtime.errors import OutOfResources
 
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from prune.rules import least_block_k
-from runtime.kernels import INTERPRETED, launcher_for
+from runtime.kernels import INTERPRETED, Launcher, launcher_for
 from runtime.lookup import DEFAULT, Choice, choose, default_config
 from runtime.table import Table, Variant
 from tuner.dtypes import DTYPES, DType, check_combination, check_device_runs
@@ -103,21 +104,50 @@ def _vendor(device: torch.device) -> str:
     return "amd" if torch.version.hip is not None else "nvidia"
 
 
+CALLS_REMEMBERED = 1024  # call facts whose checked outcome a Dispatcher keeps; the oldest is dropped past that
+
+
+def _tensor_facts(t: torch.Tensor | None) -> tuple | None:
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
+
+
+def call_facts(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None, scale_a: torch.Tensor | None,
+               scale_b: torch.Tensor | None) -> tuple:
+    """Everything a call's checks, lookup and launch choice read: each tensor's shape, strides, dtype and device."""
+    return (_tensor_facts(a), _tensor_facts(b), out_dtype, _tensor_facts(scale_a), _tensor_facts(scale_b))
+
+
+@dataclass(frozen=True)
+class CheckedCall:
+    """What the checks and the lookup made of one kind of call (its call_facts): kept, so that the next call of that
+    kind runs its launch without them (9-22 us of the host's time per call on the H100, BENCHMARKS.md thirty-sixth
+    run)."""
+
+    key: tuple  # (GPU name, Variant, (M, N, K)): the lookup key
+    dtype_c: torch.dtype
+    launcher: Launcher | None  # None where nothing is launched (an empty C, or K = 0)
+
+
 class Dispatcher:
     """A table of tuned configs and the choices made from it (cached per device, variant and shape)."""
 
     def __init__(self, table: Table | None = None):
         self.table = table if table is not None else Table()
         self._choices: dict[tuple, Choice] = {}
+        self._calls: dict[tuple, CheckedCall] = {}
 
     def load(self, *paths: os.PathLike | str) -> None:
         """Add results files (later ones override earlier ones for the same shape); UserError on a bad file."""
         self.table.load(*paths)
-        self._choices.clear()
+        self._forget_choices()
 
     def clear(self) -> None:
         self.table = Table()
+        self._forget_choices()
+
+    def _forget_choices(self) -> None:
         self._choices.clear()
+        self._calls.clear()
 
     def _prepare(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None,
                  scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None):
@@ -168,7 +198,38 @@ class Dispatcher:
                scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None) -> torch.Tensor:
         """(scale_a scale_b) A @ B with the tuned config for this call; see the module's docstring for layouts,
         dtypes and scales."""
-        (a, b), dtype_c, key = self._prepare(a, b, out_dtype, scale_a, scale_b)
+        facts = call_facts(a, b, out_dtype, scale_a, scale_b)
+        call = self._calls.get(facts)
+        if call is None:
+            prepared, call = self._check(a, b, out_dtype, scale_a, scale_b)
+            if prepared[0] is a and prepared[1] is b:  # an operand copied to a unit stride: checked at each call
+                if len(self._calls) >= CALLS_REMEMBERED:
+                    del self._calls[next(iter(self._calls))]
+                self._calls[facts] = call
+            a, b = prepared
+        M, N, K = call.key[2]
+        c = new_output((M, N), call.dtype_c, a.device)
+        if call.launcher is None:
+            return c.zero_() if c.numel() else c
+        scales = () if scale_a is None else (None, scale_a, scale_b)  # the launchers' (bias, scale_a, scale_b)
+        try:
+            return call.launcher(a, b, c, *scales)
+        except OutOfResources as error:
+            choice = self._choice(call.key, a.device)
+            if choice.rule == DEFAULT:
+                raise
+            warnings.warn(f"tune_gemm matmul: tuned config {choice.config} does not fit {call.key[0]} ({error}); "
+                          f"using the default config for {M}x{N}x{K} {call.key[1].label}", stacklevel=2)
+            least = least_block_k(DTYPES[call.key[1].dtype_a].bytes)
+            self._choices[call.key] = Choice(default_config(M, N, K, least), DEFAULT, None)
+            self._calls.clear()
+            return launcher_for(self._choices[call.key].config)(a, b, c, *scales)
+
+    def _check(self, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None,
+               scale_a: torch.Tensor | None, scale_b: torch.Tensor | None) -> tuple[list, CheckedCall]:
+        """The operands as the launch takes them (copied where they have no unit stride) and the CheckedCall of a
+        call; raises what a bad call raises."""
+        operands, dtype_c, key = self._prepare(a, b, out_dtype, scale_a, scale_b)
         if a.device.type == "cpu" and not INTERPRETED:
             raise ValueError("tune_gemm matmul: CPU tensors run only under the Triton interpreter "
                              "(set TRITON_INTERPRET=1 before importing triton)")
@@ -179,22 +240,9 @@ class Dispatcher:
             except UserError as error:
                 raise TypeError(str(error)) from None
         M, N, K = key[2]
-        c = new_output((M, N), dtype_c.torch_dtype, a.device)
-        if c.numel() == 0:
-            return c
-        if K == 0:
-            return c.zero_()
-        choice = self._choice(key, a.device)
-        scales = () if scale_a is None else (None, scale_a, scale_b)  # the launchers' (bias, scale_a, scale_b)
-        try:
-            return launcher_for(choice.config)(a, b, c, *scales)
-        except OutOfResources as error:
-            if choice.rule == DEFAULT:
-                raise
-            warnings.warn(f"tune_gemm matmul: tuned config {choice.config} does not fit {key[0]} ({error}); "
-                          f"using the default config for {M}x{N}x{K} {key[1].label}", stacklevel=2)
-            self._choices[key] = Choice(default_config(M, N, K, least_block_k(dtype_a.bytes)), DEFAULT, None)
-            return launcher_for(self._choices[key].config)(a, b, c, *scales)
+        launched = M * N and K
+        return operands, CheckedCall(key, dtype_c.torch_dtype,
+                                     launcher_for(self._choice(key, a.device).config) if launched else None)
 
 
 _process_dispatcher: Dispatcher | None = None

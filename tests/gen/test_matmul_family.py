@@ -6,6 +6,7 @@ matrix instruction (row_products), right for every input type."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -100,3 +101,55 @@ def test_a_short_tile_sums_every_product_once():
         c = torch.full((3, 5), float("nan"), dtype=torch.float16)
         kernels.launcher_for(Config.parse(name))(a, b, c)
         assert torch.equal(c.float(), a.float() @ b.float()), name
+
+
+class _Param:
+    def __init__(self, is_constexpr: bool):
+        self.is_constexpr = is_constexpr
+
+
+class _Compiled:
+    """A compiled kernel as Triton returns it from kernel[grid](...), its launcher recording each launch."""
+
+    def __init__(self, constexpr_flags):
+        self.src = type("Source", (), {"fn": type("Fn", (), {"params": [_Param(f) for f in constexpr_flags]})})
+        self.launches = []
+
+    def __getitem__(self, grid):
+        return lambda *args: self.launches.append(((grid[0], grid[1], grid[2]), args))  # as Triton's launcher reads
+
+
+def test_a_replay_passes_new_leading_arguments_and_the_captured_rest():
+    compiled = _Compiled([False, False, False, False, True, True])  # a, b, M, N, then two constants
+    replay = matmul_family.capture(compiled, (132,), ("a", "b", 64, 32), 2, owners=("config",))
+    replay("x", "y")
+    assert compiled.launches == [((132, 1, 1), ("x", "y", 64, 32, None, None))]  # the launcher skips the constants
+
+
+def test_no_replay_where_a_later_parameter_would_come_from_the_call_or_nothing_was_compiled():
+    assert matmul_family.capture(_Compiled([False, False, False]), (1,), ("a", "b"), 2, ()) is None
+    assert matmul_family.capture(None, (1,), ("a", "b"), 2, ()) is None  # the interpreter returns no kernel
+
+
+def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
+    monkeypatch.setattr(matmul_family, "REPLAYS_PER_KERNEL", 2)
+    kernel, other = SimpleNamespace(), SimpleNamespace()
+    replays = matmul_family.replays_of(kernel)
+    assert matmul_family.replays_of(kernel) is replays and matmul_family.replays_of(other) is not replays
+    for key in ("first", "second", "third"):
+        matmul_family.remember(replays, key, f"replay of {key}")
+    matmul_family.remember(replays, "fourth", None)  # nothing captured: nothing kept
+    assert replays == {"second": "replay of second", "third": "replay of third"}
+
+
+def test_the_call_signature_tells_apart_what_specializes_a_launch(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    a = torch.randn(64, 40)
+    signature = matmul_family.call_signature(a, None)
+    assert signature == matmul_family.call_signature(torch.randn(64, 40), None)  # other values, same launch
+    misaligned = torch.randn(64 * 40 + 1)[1:].view(64, 40)  # 4 bytes past an aligned address
+    for other in (a.t().contiguous().t(), a[:, :32], a.half(), misaligned):
+        assert matmul_family.call_signature(other, None) != signature
+    assert matmul_family.call_signature(a, a) != signature  # a bias where there was none
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert matmul_family.call_signature(a, None) != signature

@@ -240,7 +240,7 @@ def test_a_swapped_config_writes_a_view_of_c_and_nothing_around_it(tmp_path, int
             storage, c, outside = _c_in_storage(view, M, N)
             module.poison(c)
             a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=8)
-            module.LAUNCHERS[str(config)](a, b, c)
+            assert module.LAUNCHERS[str(config)](a, b, c) is c  # the caller's C, not the transpose written
             assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
             assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
@@ -911,3 +911,45 @@ def test_num_ctas_reaches_the_launch_of_a_grid_of_clusters(tmp_path, interpreter
         error, kwargs, grid = spied_check(monkeypatch, module, config, seed=5)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         assert kwargs["num_ctas"] == 2 and grid == (CLUSTER_SMS // 2,), config
+
+
+def _described(operand) -> tuple:
+    """What a launch argument hands the kernel: a descriptor's address, box and extents, or a matrix's address."""
+    if operand is None or isinstance(operand, torch.Tensor):
+        return None if operand is None else ("matrix", operand.data_ptr(), tuple(operand.shape), operand.stride())
+    return ("descriptor", operand.base.data_ptr(), tuple(operand.shape), tuple(operand.strides),
+            tuple(operand.block_shape), operand.padding)
+
+
+def _matrices(M, N, K, col_a, col_b, seed):
+    generator = torch.Generator().manual_seed(seed)
+    a = torch.randn(K, M, generator=generator).half().t() if col_a else torch.randn(M, K, generator=generator).half()
+    b = torch.randn(N, K, generator=generator).half().t() if col_b else torch.randn(K, N, generator=generator).half()
+    return a, b, torch.empty(M, N).half()
+
+
+# A whole tile, a compound one (192 = 128 + 64 columns), narrow edge tiles; C through its descriptor or (N odd)
+# through pointers; A or B column-major; every operand's rows 16-byte aligned (a launch that copies is not replayed)
+@pytest.mark.parametrize("config,variant,M,N,K,col_a,col_b", [
+    (TMA_CONFIGS[0], {}, 64, 64, 64, False, True),
+    (TMA_CONFIGS[1], {"epilogue_subtile": True}, 96, 67, 48, True, True),
+    (Config(64, 192, 64, 1, 1, 8, 2, PERSISTENT_TMA=1), {}, 200, 400, 64, False, False),
+    (Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1), {"narrow_edge": True}, 80, 72, 64, True, False),
+])
+def test_launch_arguments_rebuilt_for_another_call_are_the_ones_that_call_builds(tmp_path, interpreter_env, config,
+                                                                                variant, M, N, K, col_a, col_b):
+    module = load_module(write_module(problem(M, N, K), [config], tmp_path))
+    variant = module.TmaVariant(**variant)
+    first, second = _matrices(M, N, K, col_a, col_b, 1), _matrices(M, N, K, col_a, col_b, 2)
+    template = module.tma_arguments(config, variant, *first).template()
+    kept = [template.a_desc, template.b_desc, template.c, *template.edges.kernel_arguments(),
+            *template.parts.kernel_arguments()]
+    assert not any(isinstance(getattr(operand, "base", operand), torch.Tensor) for operand in kept)  # nothing kept
+    rebuilt, built = template.on(*second), module.tma_arguments(config, variant, *second)
+    for field in ("a_desc", "b_desc", "c"):
+        assert _described(getattr(rebuilt, field)) == _described(getattr(built, field))
+    edges, parts = rebuilt.edges.kernel_arguments(), rebuilt.parts.kernel_arguments()
+    assert list(map(_described, edges[:-1])) == list(map(_described, built.edges.kernel_arguments()[:-1]))
+    assert list(map(_described, parts)) == list(map(_described, built.parts.kernel_arguments()))
+    assert any(edges[:-1]) == variant.narrow_edge and any(parts) == (config.BLOCK_SIZE_N == 192)
+    assert rebuilt.a_desc.base.data_ptr() == second[0].data_ptr() != first[0].data_ptr()

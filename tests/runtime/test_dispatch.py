@@ -152,3 +152,69 @@ def test_the_process_table_starts_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setattr(dispatch, "_process_dispatcher", None)
     with pytest.raises(UserError, match="missing.yaml does not exist"):
         dispatch.process_dispatcher()
+
+
+def _counted_checks(monkeypatch) -> list:
+    checked = []
+    check = Dispatcher._check
+
+    def counting(self, a, b, *rest):
+        checked.append((tuple(a.shape), a.stride(), tuple(b.shape), b.stride()))
+        return check(self, a, b, *rest)
+    monkeypatch.setattr(Dispatcher, "_check", counting)
+    return checked
+
+
+def _error(c, a, b) -> float:
+    reference = a.double() @ b.double()
+    return float(torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference))
+
+
+def test_a_call_like_one_before_is_launched_without_its_checks(monkeypatch):
+    checked = _counted_checks(monkeypatch)
+    dispatcher = Dispatcher()
+    for seed in range(3):  # new matrices of the same shapes, strides and dtype each time
+        generator = torch.Generator().manual_seed(seed)
+        a, b = torch.randn(20, 24, generator=generator).half(), torch.randn(24, 12, generator=generator).half()
+        assert _error(dispatcher.matmul(a, b), a, b) < 1e-3
+    assert len(checked) == 1
+    dispatcher.matmul(a, b, torch.float32)  # another output dtype
+    dispatcher.matmul(a, b.t().contiguous().t())  # B column-major
+    dispatcher.matmul(a[:10], b)  # fewer rows
+    assert len(checked) == 4
+    dispatcher.load()  # a new table: earlier choices and checked calls are forgotten
+    dispatcher.matmul(a, b)
+    assert len(checked) == 5
+
+
+def test_calls_that_copy_or_are_refused_are_checked_each_time(monkeypatch):
+    checked = _counted_checks(monkeypatch)
+    dispatcher = Dispatcher()
+    a, strided = torch.randn(20, 24).half(), torch.randn(24, 24).half()[:, ::2]  # B with no unit stride
+    for _ in range(2):
+        assert _error(dispatcher.matmul(a, strided), a, strided) < 1e-3
+        with pytest.raises(ValueError, match="cannot be multiplied"):
+            dispatcher.matmul(a, a)
+    assert len(checked) == 4
+
+
+def test_checked_calls_are_remembered_up_to_a_bound(monkeypatch):
+    from runtime import dispatch
+
+    monkeypatch.setattr(dispatch, "CALLS_REMEMBERED", 2)
+    checked = _counted_checks(monkeypatch)
+    dispatcher = Dispatcher()
+    b = torch.randn(16, 8).half()
+    for rows in (1, 2, 3, 1):  # the first call's kind was dropped to keep two
+        dispatcher.matmul(torch.randn(rows, 16).half(), b)
+    assert len(checked) == 4
+
+
+def test_a_swapped_config_returns_c_not_the_transpose_it_writes():
+    swapped = Config(64, 128, 64, 1, 1, 8, 3, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, SWAP_AB=1)
+    entry = TunedEntry(problem(70, 64, 90), swapped, INTERPRETER_PROFILE.name, None, None, None, {})
+    dispatcher = Dispatcher(Table([entry]))
+    a, b = torch.randn(70, 90).half(), torch.randn(90, 64).half()
+    assert dispatcher.choose(a, b).config == swapped
+    c = dispatcher.matmul(a, b)
+    assert c.shape == (70, 64) and c.is_contiguous() and _error(c, a, b) < 1e-3
