@@ -352,9 +352,12 @@ class Replay:
 def capture(compiled, grid: tuple, args: tuple, leading: int, owners: tuple, template=None) -> Replay | None:
     """The Replay of a launch `kernel[grid](*args, **constants)` that returned `compiled`; None where a parameter past
     `args` is not a compile-time constant (its value would come from the call's keywords), or where there is no
-    compiled kernel to relaunch."""
+    compiled kernel to relaunch (the interpreter), or no launcher of its own to relaunch it with (a Triton without
+    `compiled[grid]`)."""
     params = getattr(getattr(getattr(compiled, "src", None), "fn", None), "params", None)
-    if params is None or len(params) < len(args) or not all(param.is_constexpr for param in params[len(args):]):
+    if params is None or not hasattr(type(compiled), "__getitem__") or len(params) < len(args):
+        return None
+    if not all(getattr(param, "is_constexpr", False) for param in params[len(args):]):
         return None
     runner = compiled[(*grid, 1, 1)[:3]]  # the compiled kernel's launcher reads all three grid dimensions
     return Replay(owners, runner, (*args[leading:], *[None] * (len(params) - len(args))), template)
@@ -371,6 +374,7 @@ def replays_of(kernel) -> dict:
 
 
 def remember(replays: dict, key, replay: Replay | None) -> None:
+    """Keep `replay` (if one was captured) under `key`, dropping the oldest past REPLAYS_PER_KERNEL."""
     if replay is None:
         return
     if len(replays) >= REPLAYS_PER_KERNEL:

@@ -216,9 +216,17 @@ class _RoundTimer:
         self.seconds += time.perf_counter() - started
         self.failed.update(outcome.failed)
         self.restarts += outcome.restarts
+        self._take_progress()  # what the child wrote after the last watch: it may exit between two
         self._absorb(set(job.time_configs) - set(outcome.failed), outcome.failed)
 
     def watch(self) -> None:
+        self._take_progress()
+        if self._done and time.perf_counter() - self._saved >= self._interval:
+            self._absorb(self._done, {})
+        self.budget.check()
+
+    def _take_progress(self) -> None:
+        """The child's new progress events into the progress bar and the round's state."""
         for event, name, reason in self._read_progress():
             if name == BASELINE_NAME:
                 continue
@@ -227,9 +235,6 @@ class _RoundTimer:
                 self._done.add(name)
             else:
                 self.state.failed[name] = reason
-        if self._done and time.perf_counter() - self._saved >= self._interval:
-            self._absorb(self._done, {})
-        self.budget.check()
 
     def _read_progress(self) -> list[tuple[str, str, str]]:
         try:

@@ -129,6 +129,8 @@ def test_a_replay_passes_new_leading_arguments_and_the_captured_rest():
 def test_no_replay_where_a_later_parameter_would_come_from_the_call_or_nothing_was_compiled():
     assert matmul_family.capture(_Compiled([False, False, False]), (1,), ("a", "b"), 2, ()) is None
     assert matmul_family.capture(None, (1,), ("a", "b"), 2, ()) is None  # the interpreter returns no kernel
+    unsubscriptable = SimpleNamespace(src=_Compiled([False, False]).src)  # a compiled kernel without compiled[grid]
+    assert matmul_family.capture(unsubscriptable, (1,), ("a", "b"), 2, ()) is None
 
 
 def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
