@@ -373,10 +373,22 @@ def replays_of(kernel) -> dict:
     return replays
 
 
-def remember(replays: dict, key, replay: Replay | None) -> None:
+def replay_key(owners: tuple, *tensors) -> tuple | None:
+    """The key a launch of these config objects (`owners`, named by id) on `tensors` is replayed under; None where
+    launches are not replayed (REPLAY_LAUNCHES)."""
+    return (*map(id, owners), call_signature(*tensors)) if REPLAY_LAUNCHES else None
+
+
+def replay_of(kernel, key: tuple | None) -> Replay | None:
+    """The Replay `kernel` keeps under `key`, if any."""
+    return replays_of(kernel).get(key) if key else None
+
+
+def remember(kernel, key: tuple, replay: Replay | None) -> None:
     """Keep `replay` (if one was captured) under `key`, dropping the oldest past REPLAYS_PER_KERNEL."""
     if replay is None:
         return
+    replays = replays_of(kernel)
     if len(replays) >= REPLAYS_PER_KERNEL:
         del replays[next(iter(replays))]
     replays[key] = replay
@@ -461,8 +473,8 @@ def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
 def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
     """C = scale_a scale_b A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any
     strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither."""
-    key = (id(config), call_signature(a, b, c, bias, scale_a, scale_b)) if REPLAY_LAUNCHES else None
-    replay = replays_of(kernel).get(key) if key else None
+    key = replay_key((config,), a, b, c, bias, scale_a, scale_b)
+    replay = replay_of(kernel, key)
     if replay is not None:
         replay(a, b, c, bias, scale_a, scale_b, None, None)
         return c
@@ -481,7 +493,7 @@ def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_
         num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
     )
     if key and config.SPLIT_K == 1:  # a split's partials and counters are buffers of the launch
-        remember(replays_of(kernel), key, capture(compiled, grid, args, 8, (config,)))
+        remember(kernel, key, capture(compiled, grid, args, 8, (config,)))
     if out is not c:
         reduce_kernel[(ceil_div(M, REDUCE_BLOCK.value), ceil_div(N, REDUCE_BLOCK.value))](
             out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),

@@ -17,10 +17,10 @@ import torch
 import triton
 import triton.language as tl
 
-from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, REPLAY_LAUNCHES, TileConfig, add_row_bias, apply_scales,
-                               arrival_counters, arrives_last, call_signature, capture, ceil_div, dot_accumulate,
-                               fused_partials, grouped_tile, loaded_resources, mock_scales, remember, replays_of,
-                               running_sums, summed_partials, tile_partials)
+from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
+                               arrives_last, capture, ceil_div, dot_accumulate, fused_partials, grouped_tile,
+                               loaded_resources, mock_scales, remember, replay_key, replay_of, running_sums,
+                               summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -958,8 +958,8 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         if bias is not None:
             raise ValueError("SWAP_AB computes C^T, whose columns a bias on the rows of C would fall on: no bias")
         a, b, c = b.t(), a.t(), c.t()
-    key = (id(config), id(variant), call_signature(a, b, c, bias, scale_a, scale_b)) if REPLAY_LAUNCHES else None
-    replay = replays_of(kernel).get(key) if key else None
+    key = replay_key((config, variant), a, b, c, bias, scale_a, scale_b)
+    replay = replay_of(kernel, key)
     if replay is not None:
         replay(*replay.template.on(a, b, c).leading(bias, scale_a, scale_b))
         return result
@@ -998,8 +998,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     )
     # copies, scratch and the edge tiles' claims counter are made at each launch: those launches are not replayed
     if key and not args.after_copies and workspace is None and args.edges.claims is None:
-        remember(replays_of(kernel), key, capture(compiled, grid, arguments, len(leading), (config, variant),
-                                                  args.template()))
+        remember(kernel, key, capture(compiled, grid, arguments, len(leading), (config, variant), args.template()))
     return result
 
 

@@ -20,8 +20,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTen
 import torch
 import triton
 
-from gen.matmul_family import (INTERPRETED, REPLAY_LAUNCHES, TileConfig, call_signature, capture, loaded_resources,
-                               remember, replays_of)
+from gen.matmul_family import INTERPRETED, TileConfig, capture, loaded_resources, remember, replay_key, replay_of
 from gen.tma_family import block_parts, is_column_major, persistent_grid, rebased
 
 # family-imports-end
@@ -248,8 +247,8 @@ def launch_warp_groups(kernel, config: TileConfig, a, b, c, bias=None, scale_a=N
         raise ValueError("the warp-group kernel reads A row-major")
     b_col = is_column_major(b)
     b_read = b.T if b_col else b
-    key = (id(config), call_signature(a, b, c, bias)) if REPLAY_LAUNCHES else None
-    replay = replays_of(kernel).get(key) if key else None
+    key = replay_key((config,), a, b, c, bias)
+    replay = replay_of(kernel, key)
     if replay is not None:  # a Replay (matmul_family): the descriptors over this call's matrices
         replay(*map(rebased, replay.template, (a, b_read, b_read, c, c)), bias)
         return c
@@ -260,8 +259,8 @@ def launch_warp_groups(kernel, config: TileConfig, a, b, c, bias=None, scale_a=N
     arguments = (*descriptors, bias, M, N, K, bias.stride(0) if bias is not None else 0)
     compiled = kernel[grid](*arguments, num_warps=4, **dict(config.options))
     if key:
-        remember(replays_of(kernel), key, capture(compiled, grid, arguments, len(descriptors) + 1, (config,),
-                                                  tuple(rebased(descriptor, None) for descriptor in descriptors)))
+        remember(kernel, key, capture(compiled, grid, arguments, len(descriptors) + 1, (config,),
+                                      tuple(rebased(descriptor, None) for descriptor in descriptors)))
     return c
 
 

@@ -139,9 +139,24 @@ def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
     replays = matmul_family.replays_of(kernel)
     assert matmul_family.replays_of(kernel) is replays and matmul_family.replays_of(other) is not replays
     for key in ("first", "second", "third"):
-        matmul_family.remember(replays, key, f"replay of {key}")
-    matmul_family.remember(replays, "fourth", None)  # nothing captured: nothing kept
+        matmul_family.remember(kernel, key, f"replay of {key}")
+    matmul_family.remember(kernel, "fourth", None)  # nothing captured: nothing kept
     assert replays == {"second": "replay of second", "third": "replay of third"}
+
+
+def test_launches_are_keyed_by_their_configs_and_signature_where_they_are_replayed(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    config, variant, a = SimpleNamespace(), SimpleNamespace(), torch.randn(8, 8)
+    monkeypatch.setattr(matmul_family, "REPLAY_LAUNCHES", True)
+    key = matmul_family.replay_key((config, variant), a, None)
+    assert key == (id(config), id(variant), matmul_family.call_signature(a, None))
+    kernel = SimpleNamespace()
+    assert matmul_family.replay_of(kernel, key) is None
+    matmul_family.remember(kernel, key, "replay")
+    assert matmul_family.replay_of(kernel, key) == "replay"
+    monkeypatch.setattr(matmul_family, "REPLAY_LAUNCHES", False)
+    assert matmul_family.replay_key((config, variant), a, None) is None
+    assert matmul_family.replay_of(kernel, None) is None
 
 
 def test_the_call_signature_tells_apart_what_specializes_a_launch(monkeypatch):
