@@ -7,7 +7,7 @@ recorded config, the cuBLAS call, max-autotune), on the same inputs as bench_gem
 
 - host us/call: the CPU time to issue one call (CALLS calls issued back to back, before synchronizing);
 - back-to-back us/call: CALLS calls issued back to back until the GPU has finished them all, per call: the
-  larger of the host's and the GPU's cost;
+  larger of the host's and the GPU's cost (both medians of ROUNDS rounds in which the columns take turns);
 - graph us/call: the same CALLS calls captured once in a CUDA graph and replayed: the GPU's cost alone, as a
   caller that replays graphs (an inference engine) sees it;
 - do_bench us: bench_gemm's figure.
@@ -24,6 +24,7 @@ every launch through Triton's JIT instead (what TUNE_GEMM_REPLAY=0 in the enviro
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +45,7 @@ from tune_gemm import load_results, matmul  # noqa: E402
 
 CALLS = 200
 WARM_CALLS = 20
+ROUNDS = 5  # rounds of the host figures, the columns taking turns in each
 
 
 def host_and_back_to_back_us(call, calls: int = CALLS) -> tuple[float, float]:
@@ -58,6 +60,18 @@ def host_and_back_to_back_us(call, calls: int = CALLS) -> tuple[float, float]:
     torch.cuda.synchronize()
     done = time.perf_counter()
     return (issued - start) / calls * 1e6, (done - start) / calls * 1e6
+
+
+def interleaved_host_us(calls: dict, rounds: int = ROUNDS) -> dict[str, tuple[float, float]]:
+    """Each column's median (host, back-to-back) microseconds per call (host_and_back_to_back_us) over `rounds`
+    rounds in which the columns take turns: the host's speed drifts (its clock, other processes), by up to 2x between
+    columns measured one after the other (thirty-seventh run), and taking turns gives the drift to every column."""
+    samples = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            samples[name].append(host_and_back_to_back_us(call))
+    return {name: (statistics.median(host for host, _ in measured), statistics.median(whole for _, whole in measured))
+            for name, measured in samples.items()}
 
 
 def graph_us(call, calls: int = CALLS) -> float:
@@ -131,13 +145,14 @@ def main() -> int:
                 calls["tune_gemm.matmul"] = api_call(problem, entry.operands)
             if config.PERSISTENT_TMA:
                 calls["tune_gemm descriptors"] = descriptors_call(config, entry.operands)
-            for name, call in calls.items():
-                host, back_to_back = host_and_back_to_back_us(call)
-                on_gpu = name != "tune_gemm descriptors"
-                graph = graph_us(call) if on_gpu else float("nan")
-                bench = _do_bench_us(call) if on_gpu else float("nan")
-                print(f"| {problem.label} | {name} | {host:.1f} | {back_to_back:.1f} | {graph:.2f} | {bench:.2f} |",
-                      flush=True)
+            with entry.baseline.precision():  # fp32: cuBLAS and max-autotune as TF32, as bench_gemm times them
+                host = interleaved_host_us(calls)
+                for name, call in calls.items():
+                    on_gpu = name != "tune_gemm descriptors"
+                    graph = graph_us(call) if on_gpu else float("nan")
+                    bench = _do_bench_us(call) if on_gpu else float("nan")
+                    print(f"| {problem.label} | {name} | {host[name][0]:.1f} | {host[name][1]:.1f} | {graph:.2f} | "
+                          f"{bench:.2f} |", flush=True)
     return 0
 
 

@@ -343,7 +343,8 @@ class Replay:
         self.owners = owners  # the config objects its key names by id, kept alive so that no other takes that id
         self.runner = runner
         self.fixed = fixed
-        self.template = template  # what the family rebuilds its leading arguments from (TMA: their descriptors)
+        # what the family rebuilds its leading arguments from: a ReplayedTma, or the warp-group kernel's descriptors
+        self.template = template
 
     def __call__(self, *leading) -> None:
         self.runner(*leading, *self.fixed)
@@ -392,6 +393,19 @@ def remember(kernel, key: tuple, replay: Replay | None) -> None:
     if len(replays) >= REPLAYS_PER_KERNEL:
         del replays[next(iter(replays))]
     replays[key] = replay
+
+
+def launch_replayed(kernel, grid: tuple, args: tuple, leading: int, owners: tuple = (), **constants) -> None:
+    """`kernel[grid](*args, **constants)`, replayed after the first launch of a call signature of the first `leading`
+    arguments (tensors or None) and `owners`, from which the grid, the constants and every later argument follow."""
+    key = replay_key(owners, *args[:leading])
+    replay = replay_of(kernel, key)
+    if replay is not None:
+        replay(*args[:leading])
+        return
+    compiled = kernel[grid](*args, **constants)
+    if key:
+        remember(kernel, key, capture(compiled, grid, args, leading, owners))
 
 
 def _tensor_signature(t) -> tuple | None:
@@ -473,11 +487,6 @@ def split_buffers(config: TileConfig, M: int, N: int, c) -> tuple:
 def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_a=None, scale_b=None):
     """C = scale_a scale_b A @ B (+ bias[m] on row m) with one config. A: (M, K), B: (K, N), C: (M, N), any
     strides; the scales (one-element fp32 tensors) only with fp8 inputs, both or neither."""
-    key = replay_key((config,), a, b, c, bias, scale_a, scale_b)
-    replay = replay_of(kernel, key)
-    if replay is not None:
-        replay(a, b, c, bias, scale_a, scale_b, None, None)
-        return c
     M, K = a.shape
     N = b.shape[1]
     has_bias = bias is not None
@@ -485,19 +494,18 @@ def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_
     bias_stride = bias.stride(0) if has_bias else 0
     out, partials, arrivals = split_buffers(config, M, N, c)
     slice_stride = out.stride(0) if out.dim() == 3 else 0
-    grid = _grid(config, M, N)
     args = (a, b, out, bias, scale_a, scale_b, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
             b.stride(1), out.stride(-2), out.stride(-1), slice_stride, bias_stride)
-    compiled = kernel[grid](
-        *args, EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias, HAS_SCALES=has_scales,
-        num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options),
+    launch_replayed(
+        kernel, _grid(config, M, N), args, 8, (config,), EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0,
+        HAS_BIAS=has_bias, HAS_SCALES=has_scales, num_warps=config.num_warps, num_stages=config.num_stages,
+        **dict(config.options),
     )
-    if key and config.SPLIT_K == 1:  # a split's partials and counters are buffers of the launch
-        remember(kernel, key, capture(compiled, grid, args, 8, (config,)))
     if out is not c:
-        reduce_kernel[(ceil_div(M, REDUCE_BLOCK.value), ceil_div(N, REDUCE_BLOCK.value))](
-            out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),
-            c.stride(1), bias_stride, HAS_BIAS=has_bias, HAS_SCALES=has_scales)
+        launch_replayed(
+            reduce_kernel, (ceil_div(M, REDUCE_BLOCK.value), ceil_div(N, REDUCE_BLOCK.value)),
+            (out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),
+             c.stride(1), bias_stride), 5, HAS_BIAS=has_bias, HAS_SCALES=has_scales)
     return c
 
 

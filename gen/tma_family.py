@@ -19,8 +19,8 @@ import triton.language as tl
 
 from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
                                arrives_last, capture, ceil_div, dot_accumulate, fused_partials, grouped_tile,
-                               loaded_resources, mock_scales, remember, replay_key, replay_of, running_sums,
-                               summed_partials, tile_partials)
+                               launch_replayed, loaded_resources, mock_scales, remember, replay_key, replay_of,
+                               running_sums, summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -491,8 +491,8 @@ def pad_rows_part(src, dst, program, rows, cols, src_stride_r, src_stride_c, PAD
 
 
 @triton.jit
-def pad_rows_kernel(src0, dst0, rows0, cols0, src_stride_r0, src_stride_c0, blocks0,
-                    src1, dst1, rows1, cols1, src_stride_r1, src_stride_c1,
+def pad_rows_kernel(src0, dst0, src1, dst1, rows0, cols0, src_stride_r0, src_stride_c0, blocks0,
+                    rows1, cols1, src_stride_r1, src_stride_c1,
                     PADDED_COLS0: tl.constexpr, PADDED_COLS1: tl.constexpr, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     """The padding copies of one launch in one kernel: programs 0..blocks0-1 copy the first matrix, the rest the
     second (src1 is None when only one matrix needs it)."""
@@ -529,8 +529,9 @@ def k_major_copy(b):
     K, N = b.shape
     padded = torch.empty((N, _padded_columns(K, b.element_size())), dtype=b.dtype, device=b.device)
     grid = (ceil_div(N, TRANSPOSE_BLOCK), ceil_div(padded.shape[1], TRANSPOSE_BLOCK))
-    k_major_copy_kernel[grid](b, padded, K, N, b.stride(0), b.stride(1), padded.stride(0), padded.shape[1],
-                              BLOCK=TRANSPOSE_BLOCK)
+    launch_replayed(k_major_copy_kernel, grid,
+                    (b, padded, K, N, b.stride(0), b.stride(1), padded.stride(0), padded.shape[1]), 2,
+                    BLOCK=TRANSPOSE_BLOCK)
     return padded[:, :K].t()
 
 
@@ -551,8 +552,9 @@ class PaddingCopy:
     def blocks(self) -> int:
         return ceil_div(self.padded.numel(), PAD_BLOCK)
 
-    def arguments(self) -> tuple:
-        return (self.source, self.padded, *self.source.shape, *self.source.stride())
+    def sizes(self) -> tuple:
+        """The kernel's rows, cols and source strides for this copy."""
+        return (*self.source.shape, *self.source.stride())
 
     def needs_wide_offsets(self) -> bool:
         rows, cols = self.source.shape
@@ -563,8 +565,10 @@ class PaddingCopy:
 def pad_rows(copies: list) -> None:
     """Run the copies (one or two) as one kernel launch."""
     first, second = copies[0], (copies[1] if len(copies) > 1 else None)
-    pad_rows_kernel[(sum(copy.blocks for copy in copies),)](
-        *first.arguments(), first.blocks, *(second.arguments() if second else (None, None, 0, 0, 0, 0)),
+    matrices = (first.source, first.padded, *((second.source, second.padded) if second else (None, None)))
+    sizes = (*first.sizes(), first.blocks, *(second.sizes() if second else (0, 0, 0, 0)))
+    launch_replayed(
+        pad_rows_kernel, (sum(copy.blocks for copy in copies),), (*matrices, *sizes), len(matrices),
         PADDED_COLS0=first.padded.shape[1], PADDED_COLS1=second.padded.shape[1] if second else 1, BLOCK=PAD_BLOCK,
         WIDE=any(copy.needs_wide_offsets() for copy in copies))
 
@@ -664,11 +668,11 @@ def edge_split(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...],
     return edge_slices(programs, len(widths) * ceil_div(M, config.BLOCK_SIZE_M), ceil_div(K, config.BLOCK_SIZE_K))
 
 
-def edge_scratch(config: TileConfig, widths: tuple[int, ...], M: int, a, device) -> tuple:
+def edge_scratch(config: TileConfig, widths: tuple[int, ...], M: int, dtype, device) -> tuple:
     """(workspace, arrivals) of a split-edge launch: a zeroed running sum per edge tile, in the accumulator's type,
     the first width's tiles first, and their zeroed arrival counters; the last slice of each tile leaves both zero."""
     rows = ceil_div(M, config.BLOCK_SIZE_M)
-    return (running_sums(device, rows * config.BLOCK_SIZE_M * sum(widths), _accumulator_dtype(a.dtype)),
+    return (running_sums(device, rows * config.BLOCK_SIZE_M * sum(widths), dtype),
             arrival_counters(device, rows * len(widths)))
 
 
@@ -702,27 +706,39 @@ def tail_split(config: TileConfig, variant: TmaVariant, M: int, N: int, K: int, 
     return tail_slices(_tiles(config, M, N), programs, ceil_div(K, config.BLOCK_SIZE_K))
 
 
-def tail_scratch(config: TileConfig, tiles: int, programs: int, a, device) -> tuple:
+def tail_scratch(config: TileConfig, tiles: int, programs: int, dtype, device) -> tuple:
     """(workspace, arrivals) of a split-tail launch: a zeroed running sum per tile past the last whole wave, in the
     accumulator's type, and their zeroed arrival counters; the last slice of each tile leaves both zero."""
     tail = tiles_past_whole_waves(tiles, programs)
-    return (running_sums(device, tail * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N, _accumulator_dtype(a.dtype)),
+    return (running_sums(device, tail * config.BLOCK_SIZE_M * config.BLOCK_SIZE_N, dtype),
             arrival_counters(device, tail))
 
 
-def stream_k_scratch(config: TileConfig, programs: int, a, device) -> tuple:
+def stream_k_scratch(config: TileConfig, programs: int, dtype, device) -> tuple:
     """(workspace, arrivals) of a stream-K launch (tma_persistent_tile): two partial-tile slots per program, in the
     accumulator's type, and a zeroed arrival counter per tile the stream-K part may share out (fewer than two
     waves of them)."""
-    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N),
-                            dtype=_accumulator_dtype(a.dtype), device=device)
+    workspace = torch.empty((2 * programs, config.BLOCK_SIZE_M * config.BLOCK_SIZE_N), dtype=dtype, device=device)
     return workspace, torch.zeros(2 * programs, dtype=torch.int32, device=device)
 
 
-def split_k_scratch(config: TileConfig, tiles: int, a, device) -> tuple:
+def split_k_scratch(config: TileConfig, tiles: int, dtype, device) -> tuple:
     """(workspace, arrivals) of a split-K launch (split_k_part): the tiles' partials, in the accumulator's type, and
     arrival counters (fused_partials)."""
-    return fused_partials(config, tiles, _accumulator_dtype(a.dtype), device)
+    return fused_partials(config, tiles, dtype, device)
+
+
+def launch_scratch(config: TileConfig, variant: TmaVariant, widths: tuple[int, ...], slices: int, tail: int, M: int,
+                   N: int, programs: int, dtype, device) -> tuple:
+    """(workspace, arrivals) of one launch, in the accumulator's `dtype`: a split K's, split edge tiles' (`slices`
+    > 1), a split tail's (`tail` > 1) or stream-K's scratch, or (None, None) for a launch that takes none."""
+    if config.SPLIT_K > 1:
+        return split_k_scratch(config, _tiles(config, M, N), dtype, device)
+    if slices > 1:
+        return edge_scratch(config, widths, M, dtype, device)
+    if tail > 1:
+        return tail_scratch(config, _tiles(config, M, N), programs, dtype, device)
+    return stream_k_scratch(config, programs, dtype, device) if variant.stream_k else (None, None)
 
 
 def block_parts(side: int) -> tuple[int, int]:
@@ -789,10 +805,10 @@ class EdgeOperands:
         pairs = list(zip(self.b_descs, self.c_args)) + [(None, None)] * (2 - len(self.widths))
         return (*(operand for pair in pairs for operand in pair), self.claims)
 
-    def on(self, b_view, c) -> "EdgeOperands":
-        """The same operands over other matrices (see TmaArguments.on); no claims counter."""
+    def on(self, b_view, c, claims=None) -> "EdgeOperands":
+        """The same operands over other matrices (see TmaArguments.on), with another claims counter."""
         return EdgeOperands(self.widths, tuple(_on(desc, b_view) for desc in self.b_descs),
-                            tuple(_on(arg, c) for arg in self.c_args))
+                            tuple(_on(arg, c) for arg in self.c_args), claims)
 
 
 @dataclass(frozen=True)
@@ -838,6 +854,34 @@ def tile_operands(config: TileConfig, epilogue_subtile: bool, a_block, b_block, 
 
 
 @dataclass(frozen=True)
+class OperandViews:
+    """A and B as a launch's descriptors read them: each operand_matrix of the caller's matrix or of its copy."""
+
+    a: object
+    b: object
+    a_col: bool  # whether A (B) is read column-major: `a` (`b`) is its transpose
+    b_col: bool
+    copied: bool  # whether a copy (K-major or padding) made either of them
+
+
+def tma_operands(variant: TmaVariant, a, b) -> OperandViews:
+    """A and B as the copy engine reads them, copied where it must be (a row-major 8-bit or fp32 B into K-major order,
+    k_major_copy; operands the copy engine cannot address or, with variant.align_rows, whose rows start off 128-byte
+    lines, padded: tma_views). What is copied follows from the call_signature."""
+    b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
+    a_col, b_col = is_column_major(a), is_column_major(b_copy)
+    operands = [operand_matrix(a, a_col), operand_matrix(b_copy, b_col)]
+    a_view, b_view = views = tma_views(operands, variant.align_rows)
+    copied = b_copy is not b or any(view is not operand for view, operand in zip(views, operands))
+    return OperandViews(a_view, b_view, a_col, b_col, copied)
+
+
+def edge_claims(device):
+    """The zeroed counter a NARROW_EDGE launch's programs claim edge tiles from."""
+    return torch.zeros(1, dtype=torch.int32, device=device)
+
+
+@dataclass(frozen=True)
 class TmaArguments:
     """What a launch passes for A, B and C: built on the host at every call."""
 
@@ -853,18 +897,18 @@ class TmaArguments:
     edges: EdgeOperands
     parts: CompoundOperands
 
-    def on(self, a, b, c) -> "TmaArguments":
-        """These arguments for another call of the same call_signature that copies nothing: each descriptor over the
-        same part of that call's A (M x K), B (K x N) or C, and C itself where C is stored through pointers."""
-        a_view = operand_matrix(a, self.a_col) if a is not None else None
-        b_view = operand_matrix(b, self.b_col) if b is not None else None
+    def on(self, views: OperandViews | None, c, claims=None) -> "TmaArguments":
+        """These arguments for another call of the same call_signature: each descriptor over the same part of that
+        call's operand views (tma_operands) or C, C itself where C is stored through pointers, and the edge tiles'
+        `claims` counter (edge_claims) where there are edge tiles."""
+        a_view, b_view = (views.a, views.b) if views else (None, None)
         return TmaArguments(_on(self.a_desc, a_view), _on(self.b_desc, b_view), _on(self.c, c), self.stride_cm,
                             self.stride_cn, self.a_col, self.b_col, self.c_tma, self.after_copies,
-                            self.edges.on(b_view, c), self.parts.on(a_view, b_view, c))
+                            self.edges.on(b_view, c, claims), self.parts.on(a_view, b_view, c))
 
     def template(self) -> "TmaArguments":
         """These arguments over no caller's matrix, as a Replay keeps them (`on` puts a call's matrices in)."""
-        return self.on(None, None, _NO_MATRIX)
+        return self.on(None, _NO_MATRIX)
 
     def leading(self, bias, scale_a, scale_b, workspace=None, arrivals=None) -> tuple:
         """The kernel's arguments before M: the matrices' descriptors (or C), the bias, scales and scratch."""
@@ -873,10 +917,8 @@ class TmaArguments:
 
 
 def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArguments:
-    """The descriptors (and copies: an 8-bit or fp32 row-major B in K-major order, k_major_copy; operands the copy
-    engine cannot address or, with variant.align_rows, whose rows start off 128-byte lines, padded) of one launch."""
-    b_copy = k_major_copy(b) if copies_b_k_major(b.element_size(), is_column_major(b)) else b
-    a_col, b_col = is_column_major(a), is_column_major(b_copy)
+    """The descriptors of one launch, over A and B as tma_operands reads them (and copies them)."""
+    views = tma_operands(variant, a, b)
     bm, bn, bk = config.BLOCK_SIZE_M, config.BLOCK_SIZE_N, config.BLOCK_SIZE_K
     widths = edge_columns(b.shape[1], bn) if variant.narrow_edge else ()
     c_tma = _tma_readable(c)
@@ -888,21 +930,32 @@ def tma_arguments(config: TileConfig, variant: TmaVariant, a, b, c) -> TmaArgume
         def c_block(rows, cols, subtile=False):
             return c
         stride_cm, stride_cn = c.stride()
-    operands = [operand_matrix(a, a_col), operand_matrix(b_copy, b_col)]
-    a_view, b_view = views = tma_views(operands, variant.align_rows)
-    copies = b_copy is not b or any(view is not operand for view, operand in zip(views, operands))
 
     def a_block(rows):
-        return TensorDescriptor.from_tensor(a_view, [bk, rows] if a_col else [rows, bk])
+        return TensorDescriptor.from_tensor(views.a, [bk, rows] if views.a_col else [rows, bk])
 
     def b_block(cols):
-        return TensorDescriptor.from_tensor(b_view, [cols, bk] if b_col else [bk, cols])
+        return TensorDescriptor.from_tensor(views.b, [cols, bk] if views.b_col else [bk, cols])
     edges = EdgeOperands(widths, tuple(b_block(width) for width in widths),
-                         tuple(c_block(bm, width) for width in widths),
-                         torch.zeros(1, dtype=torch.int32, device=c.device) if widths else None)
+                         tuple(c_block(bm, width) for width in widths), edge_claims(c.device) if widths else None)
     a_desc, b_desc, c_arg, parts = tile_operands(config, variant.epilogue_subtile, a_block, b_block, c_block)
-    return TmaArguments(a_desc, b_desc, c_arg, stride_cm, stride_cn, a_col, b_col, c_tma, copies and not INTERPRETED,
-                        edges, parts)
+    return TmaArguments(a_desc, b_desc, c_arg, stride_cm, stride_cn, views.a_col, views.b_col, c_tma,
+                        views.copied and not INTERPRETED, edges, parts)
+
+
+@dataclass(frozen=True)
+class ReplayedTma:
+    """What a replayed TMA launch (a Replay's template) builds again at each call: its arguments over the call's
+    matrices (a TmaArguments.template), and its scratch (launch_scratch for the launch's sizes)."""
+
+    arguments: TmaArguments
+    scratch: functools.partial
+
+    def leading(self, variant: TmaVariant, a, b, c, bias, scale_a, scale_b) -> tuple:
+        """The leading arguments of a launch on these matrices, after their copies, if the launch makes any."""
+        claims = edge_claims(c.device) if self.arguments.edges.widths else None
+        return self.arguments.on(tma_operands(variant, a, b), c, claims).leading(bias, scale_a, scale_b,
+                                                                                  *self.scratch())
 
 
 def edge_stages(config: TileConfig, edge_n: int) -> int:
@@ -961,7 +1014,7 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     key = replay_key((config, variant), a, b, c, bias, scale_a, scale_b)
     replay = replay_of(kernel, key)
     if replay is not None:
-        replay(*replay.template.on(a, b, c).leading(bias, scale_a, scale_b))
+        replay(*replay.template.leading(variant, a, b, c, bias, scale_a, scale_b))
         return result
     last_wave = variant.stream_k or variant.split_tail
     if config.SPLIT_K > 1 and (config.reduction_kernel or last_wave or variant.narrow_edge):
@@ -980,15 +1033,9 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
     grid = persistent_grid(config, M, N, c.device)
     slices = edge_split(config, variant, args.edges.widths, M, K, grid[0])
     tail = tail_split(config, variant, M, N, K, grid[0])
-    if config.SPLIT_K > 1:
-        workspace, arrivals = split_k_scratch(config, _tiles(config, M, N), a, c.device)
-    elif slices > 1:
-        workspace, arrivals = edge_scratch(config, args.edges.widths, M, a, c.device)
-    elif tail > 1:
-        workspace, arrivals = tail_scratch(config, _tiles(config, M, N), grid[0], a, c.device)
-    else:
-        workspace, arrivals = stream_k_scratch(config, grid[0], a, c.device) if variant.stream_k else (None, None)
-    leading = args.leading(bias, scale_a, scale_b, workspace, arrivals)
+    scratch = functools.partial(launch_scratch, config, variant, args.edges.widths, slices, tail, M, N, grid[0],
+                                _accumulator_dtype(a.dtype), c.device)
+    leading = args.leading(bias, scale_a, scale_b, *scratch())
     arguments = (*leading, M, N, K, args.stride_cm, args.stride_cn, bias.stride(0) if bias is not None else 0)
     compiled = kernel[grid](
         *arguments, A_COL=args.a_col, B_COL=args.b_col, C_TMA=args.c_tma, HAS_BIAS=bias is not None,
@@ -996,9 +1043,9 @@ def launch_tma(kernel, config: TileConfig, variant: TmaVariant, a, b, c, bias=No
         **edge_options(config, variant, args.edges.widths, N, slices), **tail_options(tail), **args.parts.options(),
         **pdl_options(args.after_copies), **dict(config.options),
     )
-    # copies, scratch and the edge tiles' claims counter are made at each launch: those launches are not replayed
-    if key and not args.after_copies and workspace is None and args.edges.claims is None:
-        remember(kernel, key, capture(compiled, grid, arguments, len(leading), (config, variant), args.template()))
+    if key:
+        remember(kernel, key, capture(compiled, grid, arguments, len(leading), (config, variant),
+                                      ReplayedTma(args.template(), scratch)))
     return result
 
 

@@ -2,7 +2,8 @@
 # One device-machine call: GPU tests, then full-space tuning of the closing-note sizes and the benchmark.
 # Usage (device tool, carry .whl): bash scripts/device_run.sh tests [FILES] | breakdown M N K CONFIG... |
 #   sizes SIZES_FILE [TUNER ARGS] | search SIZES_FILE [BENCH_SEARCH ARGS] | bench RESULTS_FILE | tune
-# tests: FILES are test files only; TEST_K="expression" passes `-k expression` to each file's pytest.
+# tests: FILES are test files only; TEST_K="expression" passes `-k expression` to each file's pytest, TEST_ARGS
+#   other options (e.g. "-n 8" with pytest-xdist's wheel in .whl: compile-bound files in parallel workers).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1
@@ -24,7 +25,7 @@ without_ir() { grep -v "^ *%\|^ *tt\.\|^ *scf\.\|^ *arith\."; }  # drops the MLI
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } | tee "$OUT/gpu.txt"
 if [ "$mode" = tests ]; then
   # one pytest per file (newest first), so that a time-out loses one file's summary, not all of them
-  files=${*:-tests/gpu/test_small_rows_gpu.py tests/gpu/test_warp_group_family_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py
+  files=${*:-tests/gpu/test_replay_gpu.py tests/gpu/test_small_rows_gpu.py tests/gpu/test_warp_group_family_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py
     tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
     tests/gpu/test_benchmark_gpu.py tests/gpu/test_bench_gemm_gpu.py tests/gpu/test_interleaved_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
     tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}
@@ -34,7 +35,7 @@ if [ "$mode" = tests ]; then
   done
   for file in $files; do
     left=$(( deadline - $(date +%s) )); [ "$left" -gt 5 ] || { echo "not run (time): $file" | tee -a "$OUT/pytest_gpu.log"; continue; }
-    timeout "$left" python3 -m pytest -m gpu -q -s -p no:cacheprovider --tb=short -rfE ${TEST_K:+-k "$TEST_K"} "$file" 2>&1 \
+    timeout "$left" python3 -m pytest -m gpu -q -s -p no:cacheprovider --tb=short -rfE ${TEST_K:+-k "$TEST_K"} ${TEST_ARGS:-} "$file" 2>&1 \
       | tee -a "$OUT/pytest_gpu.log" | grep -E "passed|failed|FAILED|ERROR|compile ahead" | tail -15
   done
 fi

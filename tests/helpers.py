@@ -90,6 +90,56 @@ class KernelSpy:
         return dict(zip(self.kernel.arg_names, args))
 
 
+class ReplayingKernel:
+    """Stands in for a kernel under the interpreter as Triton's JIT does on a GPU: each launch returns a compiled
+    kernel (_CompiledStandIn), so that a generated module captures its launches and replays later ones
+    (gen.matmul_family.Replay) through that kernel's launcher, which runs the real kernel again. Counts both."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.launched = 0  # launches through kernel[grid](...)
+        self.replayed = 0  # launches through a compiled kernel's launcher
+
+    def __getitem__(self, grid):
+        def launch(*args, **constants):
+            self.launched += 1
+            self.kernel[grid](*args, **constants)
+            return _CompiledStandIn(self, len(args), constants)
+        return launch
+
+
+class _CompiledStandIn:
+    """What kernel[grid](...) returns on a GPU, as far as gen.matmul_family.capture reads it: the kernel's parameters
+    (src.fn.params) and a launcher (compiled[grid]) that takes every positional argument, None for the constants."""
+
+    def __init__(self, owner: ReplayingKernel, count: int, constants: dict):
+        import inspect
+        from types import SimpleNamespace
+
+        parameters = inspect.signature(owner.kernel.fn).parameters.values()
+        params = [SimpleNamespace(is_constexpr="constexpr" in str(p.annotation)) for p in parameters]
+        self.src = SimpleNamespace(fn=SimpleNamespace(params=params))
+        self.owner, self.count, self.constants = owner, count, constants
+
+    def __getitem__(self, grid):
+        def runner(*args):
+            assert all(arg is None for arg in args[self.count:])  # the constants' places
+            self.owner.replayed += 1
+            self.owner.kernel[grid](*args[:self.count], **self.constants)
+        return runner
+
+
+def replaying(monkeypatch, module, *names: str) -> dict:
+    """Launches replayed in a generated module under the interpreter: its REPLAY_LAUNCHES on, the current device 0,
+    and each named kernel a ReplayingKernel (returned by name)."""
+    monkeypatch.setattr(module, "REPLAY_LAUNCHES", True)
+    monkeypatch.setattr(module.torch.cuda, "current_device", lambda: 0)
+    kernels = {name: ReplayingKernel(getattr(module, name)) for name in names}
+    for name, kernel in kernels.items():
+        monkeypatch.setattr(module, name, kernel)
+    return kernels
+
+
 def spied(monkeypatch, module, config) -> KernelSpy:
     """A KernelSpy on `config`'s kernel in a generated module (its launcher looks the kernel up at call time)."""
     from gen.naming import kernel_name

@@ -144,6 +144,25 @@ def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
     assert replays == {"second": "replay of second", "third": "replay of third"}
 
 
+# a split K summed by the reduction kernel (both launches replayed), or inside the GEMM (its partials and counters
+# taken again at each call), and no split; fp8 with its scales, a bias, B column-major
+@pytest.mark.parametrize("config", [Config(32, 32, 32, 1, 2, 4, 2), Config(32, 32, 32, 1, 3, 4, 2, FUSED_REDUCE=1),
+                                    Config(32, 64, 32, 2, 1, 4, 2)])
+@pytest.mark.parametrize("dtype", ["fp16", "fp8"])
+def test_replayed_plain_launches_match_float64(tmp_path, interpreter_env, monkeypatch, config, dtype):
+    from gen.naming import kernel_name, reduce_kernel_name
+    from helpers import replaying
+
+    p = replace(problem(70, 90, 200, dtype, col_b=True, dtype_c="fp16"), bias=True)
+    module = load_module(write_module(p, [config], tmp_path))
+    names = [kernel_name(config), *([reduce_kernel_name(config)] if config.reduction_kernel else [])]
+    kernels = replaying(monkeypatch, module, *names)
+    for seed in range(3):  # new matrices each call, C poisoned
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
+    assert [(kernel.launched, kernel.replayed) for kernel in kernels.values()] == [(1, 2)] * len(names)
+
+
 def test_launches_are_keyed_by_their_configs_and_signature_where_they_are_replayed(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     config, variant, a = SimpleNamespace(), SimpleNamespace(), torch.randn(8, 8)

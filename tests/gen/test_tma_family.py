@@ -921,35 +921,90 @@ def _described(operand) -> tuple:
             tuple(operand.block_shape), operand.padding)
 
 
-def _matrices(M, N, K, col_a, col_b, seed):
+def _matrices(M, N, K, col_a, col_b, seed, dtype=torch.float16):
     generator = torch.Generator().manual_seed(seed)
-    a = torch.randn(K, M, generator=generator).half().t() if col_a else torch.randn(M, K, generator=generator).half()
-    b = torch.randn(N, K, generator=generator).half().t() if col_b else torch.randn(K, N, generator=generator).half()
-    return a, b, torch.empty(M, N).half()
+    a = torch.randn(K, M, generator=generator).to(dtype).t() if col_a else torch.randn(M, K, generator=generator).to(
+        dtype)
+    b = torch.randn(N, K, generator=generator).to(dtype).t() if col_b else torch.randn(K, N, generator=generator).to(
+        dtype)
+    return a, b, torch.empty(M, N).to(dtype)
+
+
+def _layout(operand) -> tuple:
+    """_described without the address."""
+    described = _described(operand)
+    return described and (described[0], *described[2:])
 
 
 # A whole tile, a compound one (192 = 128 + 64 columns), narrow edge tiles; C through its descriptor or (N odd)
-# through pointers; A or B column-major; every operand's rows 16-byte aligned (a launch that copies is not replayed)
-@pytest.mark.parametrize("config,variant,M,N,K,col_a,col_b", [
-    (TMA_CONFIGS[0], {}, 64, 64, 64, False, True),
-    (TMA_CONFIGS[1], {"epilogue_subtile": True}, 96, 67, 48, True, True),
-    (Config(64, 192, 64, 1, 1, 8, 2, PERSISTENT_TMA=1), {}, 200, 400, 64, False, False),
-    (Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1), {"narrow_edge": True}, 80, 72, 64, True, False),
+# through pointers; A or B column-major; rows of A padded (K = 60: 120 bytes), an fp32 B copied K-major
+@pytest.mark.parametrize("config,variant,M,N,K,col_a,col_b,dtype,copied", [
+    (TMA_CONFIGS[0], {}, 64, 64, 64, False, True, torch.float16, False),
+    (TMA_CONFIGS[1], {"epilogue_subtile": True}, 96, 67, 48, True, True, torch.float16, False),
+    (Config(64, 192, 64, 1, 1, 8, 2, PERSISTENT_TMA=1), {}, 200, 400, 64, False, False, torch.float16, False),
+    (Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=1), {"narrow_edge": True}, 80, 72, 64, True, False,
+     torch.float16, False),
+    (TMA_CONFIGS[0], {}, 64, 64, 60, False, True, torch.float16, True),
+    (TMA_CONFIGS[0], {}, 64, 72, 64, True, False, torch.float32, True),
 ])
 def test_launch_arguments_rebuilt_for_another_call_are_the_ones_that_call_builds(tmp_path, interpreter_env, config,
-                                                                                variant, M, N, K, col_a, col_b):
+                                                                                variant, M, N, K, col_a, col_b, dtype,
+                                                                                copied):
     module = load_module(write_module(problem(M, N, K), [config], tmp_path))
     variant = module.TmaVariant(**variant)
-    first, second = _matrices(M, N, K, col_a, col_b, 1), _matrices(M, N, K, col_a, col_b, 2)
+    first, second = _matrices(M, N, K, col_a, col_b, 1, dtype), _matrices(M, N, K, col_a, col_b, 2, dtype)
     template = module.tma_arguments(config, variant, *first).template()
     kept = [template.a_desc, template.b_desc, template.c, *template.edges.kernel_arguments(),
             *template.parts.kernel_arguments()]
     assert not any(isinstance(getattr(operand, "base", operand), torch.Tensor) for operand in kept)  # nothing kept
-    rebuilt, built = template.on(*second), module.tma_arguments(config, variant, *second)
+    views = module.tma_operands(variant, *second[:2])
+    assert views.copied is copied
+    claims = module.edge_claims("cpu") if variant.narrow_edge else None
+    rebuilt, built = template.on(views, second[2], claims), module.tma_arguments(config, variant, *second)
     for field in ("a_desc", "b_desc", "c"):
-        assert _described(getattr(rebuilt, field)) == _described(getattr(built, field))
+        assert _layout(getattr(rebuilt, field)) == _layout(getattr(built, field))
     edges, parts = rebuilt.edges.kernel_arguments(), rebuilt.parts.kernel_arguments()
-    assert list(map(_described, edges[:-1])) == list(map(_described, built.edges.kernel_arguments()[:-1]))
-    assert list(map(_described, parts)) == list(map(_described, built.parts.kernel_arguments()))
+    assert list(map(_layout, edges[:-1])) == list(map(_layout, built.edges.kernel_arguments()[:-1]))
+    assert list(map(_layout, parts)) == list(map(_layout, built.parts.kernel_arguments()))
     assert any(edges[:-1]) == variant.narrow_edge and any(parts) == (config.BLOCK_SIZE_N == 192)
-    assert rebuilt.a_desc.base.data_ptr() == second[0].data_ptr() != first[0].data_ptr()
+    assert edges[-1] is claims
+    # each descriptor over this call's operand views: its matrices, or their copies
+    assert rebuilt.a_desc.base.data_ptr() == views.a.data_ptr() and rebuilt.b_desc.base.data_ptr() == views.b.data_ptr()
+    a, b, c = second
+    assert torch.equal(views.a.t() if views.a_col else views.a, a)
+    assert torch.equal(views.b.t() if views.b_col else views.b, b)
+    assert (views.a.data_ptr() != a.data_ptr() or views.b.data_ptr() != b.data_ptr()) is copied
+    assert _described(rebuilt.c)[1] == c.data_ptr()
+
+
+# Launches replayed (gen.matmul_family.Replay) where they copy an operand (rows padded; an 8-bit or fp32 B copied
+# K-major) or take scratch (split K, stream-K, a split tail, split edge tiles and their claims counter), C and C^T
+@pytest.mark.parametrize("config,M,N,K,dtype,col_b,bias,copies", [
+    (TMA_CONFIGS[0], 70, 130, 90, "fp16", False, True, ["pad_rows_kernel"]),
+    (Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1), 64, 72, 64, "fp32", False, False, ["k_major_copy_kernel"]),
+    (Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1), 70, 130, 200, "fp8", False, True,
+     ["k_major_copy_kernel", "pad_rows_kernel"]),
+    (Config(64, 64, 32, 1, 2, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=1), 100, 100, 304, "fp16", True, True, []),
+    (Config(64, 64, 32, 1, 2, 4, 2, PERSISTENT_TMA=1, FUSED_REDUCE=ATOMIC_REDUCE), 100, 100, 304, "bf16", True, False,
+     []),
+    (Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=1), 300, 200, 600, "fp16", False, False, []),
+    (Config(64, 64, 32, 4, 1, 4, 2, PERSISTENT_TMA=1, SWAP_AB=1, STREAM_K=SPLIT_TAIL), 300, 200, 600, "fp16", True,
+     False, []),
+    (Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE), 60, 136, 400, "fp16", False, True, []),
+])
+def test_replayed_launches_copy_and_take_scratch_again_and_match_float64(tmp_path, interpreter_env, monkeypatch, config,
+                                                                        M, N, K, dtype, col_b, bias, copies):
+    from dataclasses import replace
+
+    from gen.naming import kernel_name
+    from helpers import replaying
+
+    p = replace(problem(M, N, K, dtype, col_b=col_b, dtype_c="fp16" if dtype == "fp8" else None), bias=bias)
+    module = load_module(write_module(p, [config], tmp_path))
+    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    kernels = replaying(monkeypatch, module, kernel_name(config), "k_major_copy_kernel", "pad_rows_kernel")
+    for seed in range(3):  # new matrices each call, C poisoned
+        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
+    counts = {name: (kernel.launched, kernel.replayed) for name, kernel in kernels.items()}
+    assert counts == {name: ((1, 2) if name == kernel_name(config) or name in copies else (0, 0)) for name in kernels}

@@ -1,7 +1,8 @@
 """On a GPU (`pytest -m gpu`): launches after the first of a call signature are replayed (gen.matmul_family.Replay)
 and compute what the first did, on new matrices at every call, in each family and for each kind of TMA operand; a
 call of another signature (an unaligned view, the same matrix as A and B) is launched through the JIT again; the
-run-time matmul and a CUDA graph replay launches too."""
+run-time matmul and a CUDA graph replay launches too; launches that copy an operand first or take scratch are
+replayed with their copies and scratch made again."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from gen import matmul_family
 from gen.matmul_family import poison, relative_error
-from prune.config import Config
+from prune.config import ATOMIC_REDUCE, SPLIT_EDGE, SPLIT_TAIL, Config
 from runtime.kernels import launcher_for
 from tune_gemm import clear_results, matmul
 
@@ -35,10 +36,10 @@ CONFIGS = [
 SHAPES = [(512, 384, 256, False, False), (304, 250, 128, True, True), (16, 48, 64, False, True)]
 
 
-def _operand(rows, cols, column_major, seed):
+def _operand(rows, cols, column_major, seed, dtype=torch.float16):
     generator = torch.Generator(device="cuda").manual_seed(seed)
     shape = (cols, rows) if column_major else (rows, cols)
-    matrix = torch.randn(shape, generator=generator, device="cuda").half()
+    matrix = torch.randn(shape, generator=generator, device="cuda").to(dtype)
     return matrix.t() if column_major else matrix
 
 
@@ -141,3 +142,40 @@ def test_the_runtime_matmul_and_a_cuda_graph_replay_launches(monkeypatch, forget
     torch.cuda.synchronize()
     assert relative_error(c, a, b) < TOLERANCE
     assert len(replayed) == 4  # two of the matmul calls, the warm-up's and the captured launch
+
+
+# (config, M, N, K, input dtype, launches besides the GEMM's per call): rows padded (A's of 260 bytes, B's of 500), a
+# row-major fp32 or fp8 B copied K-major, a split K (summed by the reduction kernel, or in the GEMM), stream-K, a split
+# tail (144 tiles of 128x128 on 132 SMs), split edge tiles (1064 = 8 tiles of 128 and 40 columns)
+COPIES_AND_SCRATCH = [
+    pytest.param(Config(128, 128, 64, 8, 1, 4, 3, **TMA), 300, 250, 130, torch.float16, 1, marks=NEEDS_HOPPER),
+    pytest.param(Config(128, 128, 32, 4, 1, 8, 3, **TMA), 512, 384, 256, torch.float32, 1, marks=NEEDS_HOPPER),
+    pytest.param(Config(128, 128, 128, 8, 1, 8, 3, **TMA), 512, 384, 512, torch.float8_e4m3fn, 1,
+                 marks=NEEDS_HOPPER),
+    pytest.param(Config(64, 64, 64, 1, 4, 4, 3), 128, 128, 4096, torch.float16, 1),
+    pytest.param(Config(64, 64, 64, 1, 4, 4, 3, FUSED_REDUCE=1), 128, 128, 4096, torch.float16, 0),
+    pytest.param(Config(64, 64, 64, 1, 4, 4, 3, FUSED_REDUCE=ATOMIC_REDUCE, **TMA), 128, 128, 4096, torch.float16, 0,
+                 marks=NEEDS_HOPPER),
+    pytest.param(Config(128, 128, 64, 8, 1, 8, 3, STREAM_K=1, **TMA), 1536, 1536, 1024, torch.float16, 0,
+                 marks=NEEDS_HOPPER),
+    pytest.param(Config(128, 128, 64, 8, 1, 8, 3, STREAM_K=SPLIT_TAIL, **TMA), 1536, 1536, 2048, torch.float16, 0,
+                 marks=NEEDS_HOPPER),
+    pytest.param(Config(128, 128, 64, 8, 1, 8, 3, NARROW_EDGE=SPLIT_EDGE, **TMA), 512, 1064, 4096, torch.float16, 0,
+                 marks=NEEDS_HOPPER),
+]
+
+
+@pytest.mark.parametrize("config,M,N,K,dtype,other_launches", COPIES_AND_SCRATCH)
+def test_launches_that_copy_or_take_scratch_are_replayed_and_match_float64(monkeypatch, config, M, N, K, dtype,
+                                                                          other_launches):
+    replayed = _counted_replays(monkeypatch)
+    launcher = launcher_for(config)
+    fp8 = dtype.itemsize == 1
+    for call in range(3):  # new matrices, C poisoned, and for fp8 new scales, at every call
+        a, b = _operand(M, K, False, 2 * call, dtype), _operand(K, N, False, 2 * call + 1, dtype)
+        c = torch.empty(M, N, dtype=torch.float16 if fp8 else dtype, device="cuda")
+        poison(c)
+        scales = (torch.tensor([0.5 + call], device="cuda"), torch.tensor([1.5], device="cuda")) if fp8 else ()
+        launcher(a, b, c, *((None, *scales) if fp8 else ()))
+        assert relative_error(c, a, b, None, *scales) < (5e-2 if fp8 else TOLERANCE), f"call {call}"
+    assert len(replayed) == 2 * (1 + other_launches)  # calls 2 and 3: the GEMM and the copy or reduction
