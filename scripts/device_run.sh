@@ -3,7 +3,8 @@
 # Usage (device tool, carry .whl): bash scripts/device_run.sh tests [FILES] | breakdown M N K CONFIG... |
 #   sizes SIZES_FILE [TUNER ARGS] | search SIZES_FILE [BENCH_SEARCH ARGS] | bench RESULTS_FILE | tune
 # tests: FILES are test files only; TEST_K="expression" passes `-k expression` to each file's pytest, TEST_ARGS
-#   other options (e.g. "-n 8" with pytest-xdist's wheel in .whl: compile-bound files in parallel workers).
+#   other options (e.g. "-n 6" with pytest-xdist's wheel in .whl: compile-bound files in parallel workers; not the
+#   files that tune or time, whose tuners would share the GPU: runtime, tuning, search, interleaved, run_knobs, ...).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1

@@ -6,6 +6,7 @@ warning; fp8 with its scales through the recorded H100 winners, and int8."""
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import pytest
@@ -84,8 +85,13 @@ def results(tmp_path_factory):
     path.write_text(ENTRIES.format(gpu=torch.cuda.get_device_name()))
     (directory / "space.yaml").write_text(SPACE)
     M, N, K = TUNED_SIZE
-    assert main(["-m", str(M), "-n", str(N), "-k", str(K), "--space", str(directory / "space.yaml"), "--compare",
-                 "--tuning_results_file", str(path)]) == 0
+    cwd = os.getcwd()
+    os.chdir(directory)  # the tuner's work files there: each parallel worker (pytest -n) tunes into its own
+    try:
+        assert main(["-m", str(M), "-n", str(N), "-k", str(K), "--space", str(directory / "space.yaml"), "--compare",
+                     "--tuning_results_file", str(path)]) == 0
+    finally:
+        os.chdir(cwd)
     clear_results()
     load_results(path)
     yield path
