@@ -395,17 +395,23 @@ def remember(kernel, key: tuple, replay: Replay | None) -> None:
     replays[key] = replay
 
 
-def launch_replayed(kernel, grid: tuple, args: tuple, leading: int, owners: tuple = (), **constants) -> None:
-    """`kernel[grid](*args, **constants)`, replayed after the first launch of a call signature of the first `leading`
-    arguments (tensors or None) and `owners`, from which the grid, the constants and every later argument follow."""
-    key = replay_key(owners, *args[:leading])
+def launch_replayed(kernel, leading: tuple, owners: tuple, through_the_jit) -> None:
+    """Launch `kernel` on a call whose tensors (or None) are `leading`, its first arguments: replayed after the first
+    launch of their call signature and `owners`, which fix the grid, the constants and every later argument. The first
+    goes through `through_the_jit()` (jit_launch), so that only it computes those."""
+    key = replay_key(owners, *leading)
     replay = replay_of(kernel, key)
     if replay is not None:
-        replay(*args[:leading])
+        replay(*leading)
         return
-    compiled = kernel[grid](*args, **constants)
+    compiled, grid, args = through_the_jit()
     if key:
-        remember(kernel, key, capture(compiled, grid, args, leading, owners))
+        remember(kernel, key, capture(compiled, grid, args, len(leading), owners))
+
+
+def jit_launch(kernel, grid: tuple, args: tuple, **constants) -> tuple:
+    """`kernel[grid](*args, **constants)` through Triton's JIT: (the compiled kernel it returns, grid, args)."""
+    return kernel[grid](*args, **constants), grid, args
 
 
 def _tensor_signature(t) -> tuple | None:
@@ -491,21 +497,20 @@ def launch(kernel, reduce_kernel, config: TileConfig, a, b, c, bias=None, scale_
     N = b.shape[1]
     has_bias = bias is not None
     has_scales = scale_a is not None
-    bias_stride = bias.stride(0) if has_bias else 0
     out, partials, arrivals = split_buffers(config, M, N, c)
-    slice_stride = out.stride(0) if out.dim() == 3 else 0
-    args = (a, b, out, bias, scale_a, scale_b, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-            b.stride(1), out.stride(-2), out.stride(-1), slice_stride, bias_stride)
-    launch_replayed(
-        kernel, _grid(config, M, N), args, 8, (config,), EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0,
-        HAS_BIAS=has_bias, HAS_SCALES=has_scales, num_warps=config.num_warps, num_stages=config.num_stages,
-        **dict(config.options),
-    )
+    leading = (a, b, out, bias, scale_a, scale_b, partials, arrivals)
+    launch_replayed(kernel, leading, (config,), lambda: jit_launch(
+        kernel, _grid(config, M, N),
+        (*leading, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(-2), out.stride(-1),
+         out.stride(0) if out.dim() == 3 else 0, bias.stride(0) if has_bias else 0),
+        EVEN_K=K % (config.BLOCK_SIZE_K * config.SPLIT_K) == 0, HAS_BIAS=has_bias, HAS_SCALES=has_scales,
+        num_warps=config.num_warps, num_stages=config.num_stages, **dict(config.options)))
     if out is not c:
-        launch_replayed(
+        reduce_leading = (out, c, bias, scale_a, scale_b)
+        launch_replayed(reduce_kernel, reduce_leading, (), lambda: jit_launch(
             reduce_kernel, (ceil_div(M, REDUCE_BLOCK.value), ceil_div(N, REDUCE_BLOCK.value)),
-            (out, c, bias, scale_a, scale_b, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0),
-             c.stride(1), bias_stride), 5, HAS_BIAS=has_bias, HAS_SCALES=has_scales)
+            (*reduce_leading, M, N, out.stride(0), out.stride(1), out.stride(2), c.stride(0), c.stride(1),
+             bias.stride(0) if has_bias else 0), HAS_BIAS=has_bias, HAS_SCALES=has_scales))
     return c
 
 

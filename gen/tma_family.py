@@ -19,8 +19,8 @@ import triton.language as tl
 
 from gen.matmul_family import (ATOMIC_SUM, INTERPRETED, TileConfig, add_row_bias, apply_scales, arrival_counters,
                                arrives_last, capture, ceil_div, dot_accumulate, fused_partials, grouped_tile,
-                               launch_replayed, loaded_resources, mock_scales, remember, replay_key, replay_of,
-                               running_sums, summed_partials, tile_partials)
+                               jit_launch, launch_replayed, loaded_resources, mock_scales, remember, replay_key,
+                               replay_of, running_sums, summed_partials, tile_partials)
 
 # family-imports-end
 
@@ -528,10 +528,9 @@ def k_major_copy(b):
     B's column-major view of the copy."""
     K, N = b.shape
     padded = torch.empty((N, _padded_columns(K, b.element_size())), dtype=b.dtype, device=b.device)
-    grid = (ceil_div(N, TRANSPOSE_BLOCK), ceil_div(padded.shape[1], TRANSPOSE_BLOCK))
-    launch_replayed(k_major_copy_kernel, grid,
-                    (b, padded, K, N, b.stride(0), b.stride(1), padded.stride(0), padded.shape[1]), 2,
-                    BLOCK=TRANSPOSE_BLOCK)
+    launch_replayed(k_major_copy_kernel, (b, padded), (), lambda: jit_launch(
+        k_major_copy_kernel, (ceil_div(N, TRANSPOSE_BLOCK), ceil_div(padded.shape[1], TRANSPOSE_BLOCK)),
+        (b, padded, K, N, b.stride(0), b.stride(1), padded.stride(0), padded.shape[1]), BLOCK=TRANSPOSE_BLOCK))
     return padded[:, :K].t()
 
 
@@ -566,11 +565,11 @@ def pad_rows(copies: list) -> None:
     """Run the copies (one or two) as one kernel launch."""
     first, second = copies[0], (copies[1] if len(copies) > 1 else None)
     matrices = (first.source, first.padded, *((second.source, second.padded) if second else (None, None)))
-    sizes = (*first.sizes(), first.blocks, *(second.sizes() if second else (0, 0, 0, 0)))
-    launch_replayed(
-        pad_rows_kernel, (sum(copy.blocks for copy in copies),), (*matrices, *sizes), len(matrices),
+    launch_replayed(pad_rows_kernel, matrices, (), lambda: jit_launch(
+        pad_rows_kernel, (sum(copy.blocks for copy in copies),),
+        (*matrices, *first.sizes(), first.blocks, *(second.sizes() if second else (0, 0, 0, 0))),
         PADDED_COLS0=first.padded.shape[1], PADDED_COLS1=second.padded.shape[1] if second else 1, BLOCK=PAD_BLOCK,
-        WIDE=any(copy.needs_wide_offsets() for copy in copies))
+        WIDE=any(copy.needs_wide_offsets() for copy in copies)))
 
 
 def tma_views(matrices: list, align_rows: bool = False) -> list:
