@@ -14,6 +14,10 @@ the same clock and power state).
     python benchmarks/bench_gemm.py tuned.yaml --tune ../shared/bench_sizes.yaml --png b.png -- --search halving
     python benchmarks/bench_gemm.py output_tuning.yaml --csv report/bench.csv   # then tune_gemm --report report
     python benchmarks/bench_gemm.py output_tuning.yaml --floors   # how far each column is from the floors
+    python benchmarks/bench_gemm.py output_tuning.yaml --time_budget 500   # fewer shapes, never fewer columns
+
+--time_budget S starts a size only where it would end within S seconds of the first, at the pace of the slowest size
+so far; the sizes left are named, and the table, CSV and chart hold those measured. Ctrl-C ends the run the same way.
 
 With --floors, two references join the rounds (benchmarks/floors.py): an empty kernel (the launch floor) and one
 pass over A, B and C (the memory floor). Each row then gives the higher of the two as the shape's floor, every
@@ -31,6 +35,7 @@ import io
 import math
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +61,7 @@ from reporting.files import write_text  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
-from tuner.sizes import load_sizes  # noqa: E402
+from tuner.sizes import SizeRequest, load_sizes  # noqa: E402
 
 
 def _load(path: Path):
@@ -259,6 +264,63 @@ def _split_at_dashes(argv: list[str]) -> tuple[list[str], str, list[str]]:
     return argv[:cut], "--", argv[cut + 1:]
 
 
+def starts_another(elapsed_s: float, slowest_s: float | None, budget_s: float | None) -> bool:
+    """Whether a size may start `elapsed_s` seconds into the run: always without a budget or before any size has run
+    (`slowest_s` None); else where it would end within the budget taking as long as the slowest size so far."""
+    return budget_s is None or slowest_s is None or elapsed_s + slowest_s <= budget_s
+
+
+def entry_row(problem: GemmProblem, config, measured: Measured, floors: bool) -> dict:
+    """One size's row of the table and CSV: each column's µs and TFLOP/s, tune_gemm's ratios, the host costs."""
+    times, tutorial = measured.times, measured.tutorial
+    row = {"size": problem.label, "config": str(config), "cuBLAS call": measured.baseline}
+    for name, us in times.items():
+        finite = math.isfinite(us)
+        row[f"{name} us"] = round(us, 2) if finite else ""
+        row[f"{name} TFLOP/s"] = round(problem.tflops(us), 1) if finite else ""
+    for peer in PEERS:
+        row[f"vs {peer}"] = _ratio(times[peer], times["tune_gemm"])
+    row["vs best peer"] = _ratio(min(times[peer] for peer in PEERS), times["tune_gemm"])
+    row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
+    if floors:
+        row |= floor_fields(times)
+    row |= {f"{name} host us": round(us, 1) for name, us in measured.host_us.items()}
+    row["host-bound columns"] = "; ".join(measured.exposed)
+    row["tutorial config"] = tutorial
+    row["failed columns"] = "; ".join(f"{name} {why}" for name, why in measured.failures.items())
+    return row
+
+
+@dataclass
+class BenchRun:
+    rows: list[dict]  # one per size benchmarked (entry_row)
+    left: list[SizeRequest]  # the sizes not benchmarked, in the file's order
+    why_left: str  # "" when none were left, else "interrupted" or the time budget that left them
+
+
+def bench_sizes(requests: list[SizeRequest], floors: bool, budget_s: float | None, csv_path: Path | None,
+                clock=time.monotonic) -> BenchRun:
+    """Benchmark each size in turn (bench_entry), as --time_budget allows (starts_another); Ctrl-C stops the run with
+    the sizes measured. The CSV is rewritten after each size, so that a run killed keeps what it measured."""
+    rows: list[dict] = []
+    started, slowest_s = clock(), None
+    with tempfile.TemporaryDirectory() as workdir:
+        for index, request in enumerate(requests):
+            if not starts_another(clock() - started, slowest_s, budget_s):
+                return BenchRun(rows, requests[index:], f"time budget of {budget_s:g} s")
+            begun = clock()
+            try:
+                measured = bench_entry(request.problem, request.config, Path(workdir), floors)
+            except KeyboardInterrupt:
+                return BenchRun(rows, requests[index:], "interrupted")
+            slowest_s = max(slowest_s or 0.0, clock() - begun)
+            rows.append(entry_row(request.problem, request.config, measured, floors))
+            print(rows[-1], flush=True)
+            if csv_path:
+                _write_csv(csv_path, rows)
+    return BenchRun(rows, [], "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path,
@@ -270,8 +332,13 @@ def main() -> int:
     parser.add_argument("--png", type=Path, help="write a bar chart of TFLOP/s per shape and column")
     parser.add_argument("--floors", action="store_true",
                         help="time the launch and memory floors beside the columns (benchmarks/floors.py)")
+    parser.add_argument("--time_budget", type=float, metavar="SECONDS",
+                        help="start a size only where it would end within this many seconds of the first, at the "
+                             "pace of the slowest so far: fewer sizes, never fewer columns")
     own, _, tuner_args = _split_at_dashes(sys.argv[1:])
     args = parser.parse_args(own)
+    if args.time_budget is not None and not args.time_budget > 0:
+        parser.error(f"--time_budget must be a positive number of seconds, got {args.time_budget:g}")
     if args.tune:
         from tuner.cli import main as tune_gemm
 
@@ -280,30 +347,15 @@ def main() -> int:
         if code:
             print(f"bench_gemm: tuning exited {code}; benchmarking what was recorded", file=sys.stderr)
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
-    rows = []
-    with tempfile.TemporaryDirectory() as workdir:
-        for request in load_sizes(args.results, defaults):
-            measured = bench_entry(request.problem, request.config, Path(workdir), args.floors)
-            times, tutorial = measured.times, measured.tutorial
-            row = {"size": request.problem.label, "config": str(request.config), "cuBLAS call": measured.baseline}
-            for name, us in times.items():
-                finite = math.isfinite(us)
-                row[f"{name} us"] = round(us, 2) if finite else ""
-                row[f"{name} TFLOP/s"] = round(request.problem.tflops(us), 1) if finite else ""
-            for peer in PEERS:
-                row[f"vs {peer}"] = _ratio(times[peer], times["tune_gemm"])
-            row["vs best peer"] = _ratio(min(times[peer] for peer in PEERS), times["tune_gemm"])
-            row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
-            if args.floors:
-                row |= floor_fields(times)
-            row |= {f"{name} host us": round(us, 1) for name, us in measured.host_us.items()}
-            row["host-bound columns"] = "; ".join(measured.exposed)
-            row["tutorial config"] = tutorial
-            row["failed columns"] = "; ".join(f"{name} {why}" for name, why in measured.failures.items())
-            rows.append(row)
-            print(row, flush=True)
-            if args.csv:  # after every size, so that a run cut short keeps what it measured
-                _write_csv(args.csv, rows)
+    requests = load_sizes(args.results, defaults)
+    run = bench_sizes(requests, args.floors, args.time_budget, args.csv)
+    rows = run.rows
+    if run.left:
+        print(f"bench_gemm: {run.why_left}: {len(rows)} of {len(requests)} sizes benchmarked; not benchmarked: "
+              f"{', '.join(request.problem.label for request in run.left)}", flush=True)
+    interrupted = run.why_left == "interrupted"
+    if not rows:  # interrupted during the first size: the first always starts
+        return 130
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}")
     columns = ["size", "config", "cuBLAS call", "tune_gemm TFLOP/s", "cuBLAS TFLOP/s", "max-autotune TFLOP/s",
                "triton tutorial TFLOP/s", "vs cuBLAS", "vs max-autotune", "vs best peer", "vs tutorial"]
@@ -318,7 +370,7 @@ def main() -> int:
         series = {name: [r[f"{name} TFLOP/s"] or math.nan for r in rows]
                   for name in ("tune_gemm", "cuBLAS", "max-autotune", "triton tutorial")}
         plot_tflops([r["size"] for r in rows], series, f"{torch.cuda.get_device_name()}: TFLOP/s", args.png)
-    return 0
+    return 130 if interrupted else 0
 
 
 if __name__ == "__main__":

@@ -4,15 +4,18 @@ for each baseline (the GPU part runs on the device machine)."""
 from __future__ import annotations
 
 import csv
+import functools
+import math
 
 import pytest
 import torch
 from helpers import BENCHMARKS_DIR, load_benchmark
 
 from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, MATMUL, SCALED_MM
+from prune.config import Config
 from tuner.dtypes import DTYPES
 from tuner.problem import GemmProblem
-from tuner.sizes import load_sizes
+from tuner.sizes import SizeRequest, load_sizes
 
 
 def _bench():
@@ -162,3 +165,112 @@ def test_the_recorded_h100_winners_cover_the_public_shapes_in_their_dtypes(name,
                for r in winners)
     # 8-bit inputs are recorded with B column-major, the layout torch._scaled_mm and torch._int_mm take
     assert all(r.problem.col_b == (dtype in ("fp8", "int8")) for r in winners)
+
+
+def test_a_size_starts_only_where_it_would_end_within_the_budget_at_the_slowest_pace():
+    starts = _bench().starts_another
+    assert starts(0.0, None, None) and starts(1e6, 500.0, None)  # no budget
+    assert starts(99.0, None, 10.0)  # the first size always starts
+    assert starts(20.0, 15.0, 35.0) and not starts(20.5, 15.0, 35.0)
+
+
+class _ManualClock:
+    """Seconds that pass only where a test says so (the fake bench_entry)."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _requests(count: int) -> list[SizeRequest]:
+    fp16 = DTYPES["fp16"]
+    config = Config.parse("BM64_BN64_BK32_GM1_SK1_nW4_nS2")
+    return [SizeRequest(GemmProblem(64 * (i + 1), 64, 64, fp16, fp16, fp16), config) for i in range(count)]
+
+
+def _fake_entry(bench, clock, seconds, interrupt_at=None):
+    calls = []
+
+    def bench_entry(problem, config, workdir, floors):
+        calls.append(problem.M)
+        if len(calls) == interrupt_at:
+            raise KeyboardInterrupt
+        clock.now += seconds
+        times = {"tune_gemm": 10.0, "cuBLAS": 12.0, "max-autotune": 11.0, "triton tutorial": math.inf}
+        return bench.Measured(times, {"tune_gemm": 30.0}, [], "", MATMUL, {})
+
+    return bench_entry, calls
+
+
+def test_the_time_budget_leaves_the_sizes_that_would_end_past_it(tmp_path, monkeypatch):
+    bench, clock = _bench(), _ManualClock()
+    entry, calls = _fake_entry(bench, clock, seconds=10.0)
+    monkeypatch.setattr(bench, "bench_entry", entry)
+    requests = _requests(4)
+    run = bench.bench_sizes(requests, False, 35.0, tmp_path / "b.csv", clock=clock)
+    assert calls == [64, 128, 192]  # the fourth would start at 30 s and, taking 10 like the others, end past 35
+    assert [row["size"] for row in run.rows] == [r.problem.label for r in requests[:3]]
+    assert run.left == requests[3:] and run.why_left == "time budget of 35 s"
+    assert run.rows[0]["vs cuBLAS"] == 1.2 and run.rows[0]["vs best peer"] == 1.1
+    with open(tmp_path / "b.csv", newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 3
+
+
+def test_ctrl_c_keeps_the_sizes_measured(tmp_path, monkeypatch):
+    bench, clock = _bench(), _ManualClock()
+    entry, calls = _fake_entry(bench, clock, seconds=1.0, interrupt_at=2)
+    monkeypatch.setattr(bench, "bench_entry", entry)
+    requests = _requests(3)
+    run = bench.bench_sizes(requests, False, None, tmp_path / "b.csv", clock=clock)
+    assert len(run.rows) == 1 and run.left == requests[1:] and run.why_left == "interrupted"
+    with open(tmp_path / "b.csv", newline="") as handle:
+        assert [row["size"] for row in csv.DictReader(handle)] == [requests[0].problem.label]
+
+
+def test_every_size_runs_without_a_budget(tmp_path, monkeypatch):
+    bench, clock = _bench(), _ManualClock()
+    entry, calls = _fake_entry(bench, clock, seconds=1000.0)
+    monkeypatch.setattr(bench, "bench_entry", entry)
+    run = bench.bench_sizes(_requests(3), False, None, None, clock=clock)
+    assert len(run.rows) == 3 and run.left == [] and run.why_left == ""
+
+
+def _results_file(tmp_path, sizes: int):
+    path = tmp_path / "results.yaml"
+    path.write_text("".join(
+        f"- {{M: {64 * (i + 1)}, N: 64, K: 64, rowMajorA: T, rowMajorB: T, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, "
+        "BLOCK_SIZE_K: 32, GROUP_SIZE_M: 1, SPLIT_K: 1, num_warps: 4, num_stages: 2, dtype_a: fp16, dtype_b: fp16, "
+        "dtype_c: fp16}\n" for i in range(sizes)))
+    return path
+
+
+@pytest.mark.parametrize("interrupt_at, code", [(None, 0), (2, 130)])
+def test_main_prints_the_table_of_the_sizes_measured_and_names_those_left(tmp_path, monkeypatch, capsys,
+                                                                           interrupt_at, code):
+    bench, clock = _bench(), _ManualClock()
+    entry, calls = _fake_entry(bench, clock, seconds=5.0, interrupt_at=interrupt_at)
+    monkeypatch.setattr(bench, "bench_entry", entry)
+    monkeypatch.setattr(bench, "bench_sizes", functools.partial(bench.bench_sizes, clock=clock))
+    monkeypatch.setattr(bench.torch.cuda, "get_device_name", lambda *device: "a CPU standing in")
+    budget = [] if interrupt_at else ["--time_budget", "12"]
+    monkeypatch.setattr(bench.sys, "argv", ["bench_gemm.py", str(_results_file(tmp_path, 3)), *budget])
+    assert bench.main() == code
+    out = capsys.readouterr().out
+    if interrupt_at:  # during the second size
+        assert ("bench_gemm: interrupted: 1 of 3 sizes benchmarked; not benchmarked: 128x64x64 fp16->fp16 TT, "
+                "192x64x64 fp16->fp16 TT") in out
+    else:  # 5 s a size: the third would start at 10 s and end past 12
+        assert "bench_gemm: time budget of 12 s: 2 of 3 sizes benchmarked; not benchmarked: 192x64x64" in out
+    assert "| 64x64x64 fp16->fp16 TT | BM64_BN64_BK32_GM1_SK1_nW4_nS2 |" in out
+    assert "| 192x64x64 fp16->fp16 TT |" not in out and "geometric mean vs cuBLAS: 1.200" in out
+
+
+def test_a_budget_that_is_not_positive_is_refused(tmp_path, monkeypatch, capsys):
+    bench = _bench()
+    monkeypatch.setattr(bench.sys, "argv", ["bench_gemm.py", str(_results_file(tmp_path, 1)), "--time_budget", "0"])
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main()
+    assert exit_info.value.code == 2 and "--time_budget must be a positive number of seconds, got 0" in \
+        capsys.readouterr().err
