@@ -29,7 +29,7 @@ if [ "$mode" = tests ]; then
   files=${*:-tests/gpu/test_replay_gpu.py tests/gpu/test_small_rows_gpu.py tests/gpu/test_warp_group_family_gpu.py tests/gpu/test_parts_gpu.py tests/gpu/test_tma_family_gpu.py
     tests/gpu/test_dtypes_gpu.py tests/gpu/test_runtime_gpu.py
     tests/gpu/test_benchmark_gpu.py tests/gpu/test_bench_gemm_gpu.py tests/gpu/test_interleaved_gpu.py tests/gpu/test_run_knobs_gpu.py tests/gpu/test_search_gpu.py
-    tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py}
+    tests/gpu/test_tuning_gpu.py tests/gpu/test_ncu_gpu.py tests/gpu/test_floors_gpu.py tests/gpu/test_workers_gpu.py}
   deadline=$(( $(date +%s) + ${TEST_SECONDS:-270} ))
   for file in $files; do
     [ -f "$file" ] || { echo "not a test file: $file (pytest options go in TEST_K)" | tee -a "$OUT/pytest_gpu.log"; exit 2; }
