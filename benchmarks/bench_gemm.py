@@ -36,6 +36,7 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -299,7 +300,7 @@ class BenchRun:
 
 
 def bench_sizes(requests: list[SizeRequest], floors: bool, budget_s: float | None, csv_path: Path | None,
-                clock=time.monotonic) -> BenchRun:
+                clock: Callable[[], float] = time.monotonic) -> BenchRun:
     """Benchmark each size in turn (bench_entry), as --time_budget allows (starts_another); Ctrl-C stops the run with
     the sizes measured. The CSV is rewritten after each size, so that a run killed keeps what it measured."""
     rows: list[dict] = []
