@@ -292,11 +292,18 @@ def entry_row(problem: GemmProblem, config, measured: Measured, floors: bool) ->
     return row
 
 
+INTERRUPTED = "interrupted"  # BenchRun.why_left of a run stopped by Ctrl-C
+
+
 @dataclass
 class BenchRun:
     rows: list[dict]  # one per size benchmarked (entry_row)
     left: list[SizeRequest]  # the sizes not benchmarked, in the file's order
-    why_left: str  # "" when none were left, else "interrupted" or the time budget that left them
+    why_left: str  # "" when none were left, else INTERRUPTED or the time budget that left them
+
+    @property
+    def interrupted(self) -> bool:
+        return self.why_left == INTERRUPTED
 
 
 def bench_sizes(requests: list[SizeRequest], floors: bool, budget_s: float | None, csv_path: Path | None,
@@ -313,7 +320,7 @@ def bench_sizes(requests: list[SizeRequest], floors: bool, budget_s: float | Non
             try:
                 measured = bench_entry(request.problem, request.config, Path(workdir), floors)
             except KeyboardInterrupt:
-                return BenchRun(rows, requests[index:], "interrupted")
+                return BenchRun(rows, requests[index:], INTERRUPTED)
             slowest_s = max(slowest_s or 0.0, clock() - begun)
             rows.append(entry_row(request.problem, request.config, measured, floors))
             print(rows[-1], flush=True)
@@ -354,7 +361,6 @@ def main() -> int:
     if run.left:
         print(f"bench_gemm: {run.why_left}: {len(rows)} of {len(requests)} sizes benchmarked; not benchmarked: "
               f"{', '.join(request.problem.label for request in run.left)}", flush=True)
-    interrupted = run.why_left == "interrupted"
     if not rows:  # interrupted during the first size: the first always starts
         return 130
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}")
@@ -371,7 +377,7 @@ def main() -> int:
         series = {name: [r[f"{name} TFLOP/s"] or math.nan for r in rows]
                   for name in ("tune_gemm", "cuBLAS", "max-autotune", "triton tutorial")}
         plot_tflops([r["size"] for r in rows], series, f"{torch.cuda.get_device_name()}: TFLOP/s", args.png)
-    return 130 if interrupted else 0
+    return 130 if run.interrupted else 0
 
 
 if __name__ == "__main__":
