@@ -22,6 +22,12 @@ class PruneResult:
     space_size: int
     removed_by_rule: dict[str, int]  # configs each rule removed first, in rule order
 
+    def largest_removals(self, count: int = 3) -> str:
+        """The rules that removed the most configs first, most first ("block_size 8320, ..."): why a space that kept
+        nothing kept nothing, so that a user's --space can be mended."""
+        ranked = sorted(self.removed_by_rule.items(), key=lambda item: -item[1])[:count]
+        return ", ".join(f"{rule} {removed}" for rule, removed in ranked if removed)
+
 
 def _one_group_order(rule: Rule, group_values: tuple[int, ...]) -> Rule:
     """The group_m rule's other half, which needs the space's GROUP_SIZE_M values: of those that group every row of

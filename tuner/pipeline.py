@@ -158,7 +158,8 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
     seconds["prune"] = time.perf_counter() - started
     log(f"{problem.label}: {len(pruned.configs)} of {pruned.space_size} configs survive pruning")
     if not pruned.configs:
-        raise SizeFailed("no config survives pruning for this size")
+        raise SizeFailed(f"no config survives pruning for this size (of {pruned.space_size} in the space, the rules "
+                         f"that removed the most: {pruned.largest_removals()})")
 
     scratch = scratch_dir(settings, problem, f"tune_{chunk.tag}_" if chunk else "tune")
     # the search visits the configs in a spread-out order (tuner.order); the tuner's processes load slices of

@@ -1106,3 +1106,9 @@ def test_the_rules_and_the_family_agree_on_which_tiles_go_without_an_instruction
 
     assert DOT_MIN_ROWS == matmul_family.DOT_MIN_ROWS.value
     assert without_instruction(C(8, 16, 16)) and not without_instruction(C(16, 16, 16))
+
+
+def test_the_largest_removals_are_named_most_first_and_rules_that_removed_none_left_out():
+    result = PruneResult([], 12, {"block_size": 3, "split_k": 0, "group_m": 9})
+    assert result.largest_removals() == "group_m 9, block_size 3"
+    assert result.largest_removals(count=1) == "group_m 9"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helpers import problem
@@ -66,3 +68,10 @@ def test_a_hang_costs_a_minute_when_binaries_are_compiled_ahead_and_five_when_th
     assert config_timeout_for(interpret=False, precompile=True) == 60.0
     assert config_timeout_for(interpret=False, precompile=False) == 300.0
     assert config_timeout_for(interpret=True, precompile=True) == 300.0
+
+
+def test_a_space_that_keeps_nothing_names_the_rules_that_removed_the_most(tmp_path):
+    too_tall = replace(SPACE, block_m=(128,))  # no tile 128 rows tall for a GEMM of 16 rows
+    with pytest.raises(SizeFailed, match=r"no config survives pruning for this size \(of 2 in the space, the rules "
+                                         r"that removed the most: block_size 2\)"):
+        tune_size(problem(16, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path, space=too_tall), compare=False)
