@@ -145,16 +145,17 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
 
 
 @pytest.mark.parametrize("name, dtype, dtype_c, every_shape", [
-    ("fp16", "fp16", "fp16", True), ("bf16", "bf16", "bf16", True), ("fp8", "fp8", "fp16", True),
-    ("fp8_bf16", "fp8", "bf16", False), ("int8", "int8", "int32", False),  # five and four of the shapes
-    ("fp32", "fp32", "fp32", False),  # eight
+    ("h100_fp16", "fp16", "fp16", True), ("h100_bf16", "bf16", "bf16", True), ("h100_fp8", "fp8", "fp16", True),
+    ("h100_fp8_bf16", "fp8", "bf16", False), ("h100_int8", "int8", "int32", False),  # five and four of the shapes
+    ("h100_fp32", "fp32", "fp32", False),  # eight
+    ("h200_fp16", "fp16", "fp16", True),
 ])
-def test_the_recorded_h100_winners_cover_the_public_shapes_in_their_dtypes(name, dtype, dtype_c, every_shape):
+def test_the_recorded_winners_cover_the_public_shapes_in_their_dtypes(name, dtype, dtype_c, every_shape):
     public = BENCHMARKS_DIR.parent.parent / "shared" / "bench_sizes.yaml"
     if not public.exists():
         pytest.skip("../shared/bench_sizes.yaml is not beside the checkout")
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
-    winners = load_sizes(BENCHMARKS_DIR / "results" / f"h100_{name}.yaml", defaults)
+    winners = load_sizes(BENCHMARKS_DIR / "results" / f"{name}.yaml", defaults)
     shapes = [(r.problem.M, r.problem.N, r.problem.K) for r in load_sizes(public, defaults)]
     recorded = [(r.problem.M, r.problem.N, r.problem.K) for r in winners]
     if every_shape:
