@@ -11,10 +11,18 @@ fraction, the final one with the run's launches. `--search refine` runs the roun
 config per kernel shape, then the other configs of the best shapes (both compiled as they are timed), then
 the fastest few side by side. Every round is a checkpoint (tuner.checkpoint): timed configs are written
 there as they come in, so a rerun after an interruption times only the rest.
-`--time_budget S`: once S seconds of a size are spent, no config starts compiling or timing any more,
-and the winner is picked from what was timed. The round that picks the winner times each launch right after an
-L2 flush by default (`--flush`, TuneSettings.flushes); the rounds before it time launches back to back, but for a
-size bound by memory (`--flush auto`, tuner.run_knobs.rounds_flushed).
+`--time_budget S` (a size's seconds): the rounds that choose finalists stop once all but a reserve of S is
+spent (CLOSING_SHARE of it, at most CLOSING_MAX_SECONDS), and a closing round then times the fastest configs timed
+so far again, side by side, as the final round would have (refine's `final`, halving's `min_keep`: 8 by default;
+the run's launches); the round that picks the winner, closing or last, stops at S. Without the closing round a budget that ends the search early picks
+from times taken back to back, before any flush: on an H200 a 40-second budget picked a config at 128x14336x4096
+that ran 0.953x the best peer, where the flushed final round of a longer search picked one level with it
+(BENCHMARKS.md, thirty-ninth run). The closing round is not kept in the checkpoint: a rerun resumes the cut
+rounds, whose finalists may differ.
+
+The round that picks the winner times each launch right after an L2 flush by default (`--flush`,
+TuneSettings.flushes); the rounds before it time launches back to back, but for a size bound by memory
+(`--flush auto`, tuner.run_knobs.rounds_flushed).
 """
 
 from __future__ import annotations
@@ -50,6 +58,10 @@ if TYPE_CHECKING:
 SEARCHES = ("exhaustive", "halving", "refine")
 HALVING = HalvingPlan()
 REFINE = RefinePlan()
+# The closing round's reserve of a time budget: it times `final` (8) compiled configs, which took 3.4-8.9 s a size
+# on the H100 (BENCHMARKS.md, twenty-eighth run); a long budget needs no more than a short one.
+CLOSING_SHARE = 0.2
+CLOSING_MAX_SECONDS = 15.0
 CUPTI_BATCH = 32  # configs per CUPTI profiler session: its start-up and record processing paid once per batch
 _SAVE_SECONDS = 0.5  # checkpoint at most this often while a child runs (and always when it ends)
 _SAVE_SHARE = 0.2  # ... and less often when reading the round's timings takes longer: at most this share of a core
@@ -69,6 +81,7 @@ class RoundRecord:
     iters: int
     configs: int  # configs with a time in this round (resumed ones included)
     final: bool  # the round whose times pick the winner, when it times any
+    closing: bool = False  # the closing round of a search a spent time budget cut short
 
 
 @dataclass
@@ -119,12 +132,19 @@ def chunks(names: list[str], count: int) -> list[list[str]]:
     return [names[start:start + size] for start in range(0, len(names), size)]
 
 
-class _Budget:
-    """`--time_budget`: once spent, the children are told to stop and the compile stream is cancelled."""
+def finalist_seconds(budget: float) -> float:
+    """The share of a size's time budget the rounds that choose finalists may spend: all but the closing round's
+    reserve."""
+    return budget - min(CLOSING_SHARE * budget, CLOSING_MAX_SECONDS)
 
-    def __init__(self, seconds: float | None, stop_path: Path):
+
+class _Budget:
+    """Seconds since `started` that the rounds it watches may spend: once spent, their children are told to stop
+    (through `stop_path`) and their compile stream is cancelled."""
+
+    def __init__(self, seconds: float | None, stop_path: Path, started: float | None = None):
         self.seconds, self.stop_path = seconds, stop_path
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() if started is None else started
         self.spent = False
         self.on_spent: list[Callable[[], None]] = []
 
@@ -277,7 +297,11 @@ class _Search:
                  device: DeviceProfile, checkpoint: Checkpoint, stages: Stages, log, parts: Mapping[str, Path] | None):
         self.module, self.names, self.scratch, self.settings, self.parts = module, names, scratch, settings, parts
         self.device, self.checkpoint, self.stages, self.log = device, checkpoint, stages, log
-        self.budget = _Budget(settings.time_budget, scratch / "stop")
+        budget = settings.time_budget
+        # the rounds that choose finalists, and the round that picks the winner (see the module docstring)
+        self.budget = _Budget(None if budget is None else finalist_seconds(budget), scratch / "stop")
+        self.final_budget = _Budget(budget, scratch / "stop_final", self.budget.started)
+        self.closing: RoundState | None = None  # the closing round, when a spent budget made one
         self.compiled = CompileOutcome()
         self.failed: dict[str, str] = {}
         self.restarts, self.seconds = 0, {"compile": 0.0, "profile": 0.0, "post-process": 0.0}
@@ -287,25 +311,30 @@ class _Search:
             return RoundSpec(index, self.settings.warmup, self.settings.iters, final=True)
         return round_spec(HALVING, index, field_size, self.settings.warmup, self.settings.iters)
 
-    def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None) -> ChildJob:
-        return timing_job(self.module, self.settings, self.device, self.scratch / f"round{spec.index}.csv",
-                          self.scratch / f"progress{spec.index}_{chunk}.txt", names, spec.warmup, spec.iters,
-                          baseline, spec.final, self.parts, ready_path=str(ready or ""),
-                          stop_path=str(self.budget.stop_path))
+    def budget_of(self, spec: RoundSpec) -> _Budget:
+        return self.final_budget if spec.final else self.budget
 
-    def timer(self, spec: RoundSpec, state: RoundState, todo: list[str]) -> _RoundTimer:
-        stage = "time" if self.settings.search == "exhaustive" else f"time round {spec.index}"
+    def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None,
+            tag: str = "") -> ChildJob:
+        name = f"{tag or 'round'}{spec.index}"
+        return timing_job(self.module, self.settings, self.device, self.scratch / f"{name}.csv",
+                          self.scratch / f"progress{spec.index}_{chunk}{tag}.txt", names, spec.warmup, spec.iters,
+                          baseline, spec.final, self.parts, ready_path=str(ready or ""),
+                          stop_path=str(self.budget_of(spec).stop_path))
+
+    def timer(self, spec: RoundSpec, state: RoundState, todo: list[str], stage: str = "") -> _RoundTimer:
+        stage = stage or ("time" if self.settings.search == "exhaustive" else f"time round {spec.index}")
         self.stages.start(stage, len(todo))
-        return _RoundTimer(state, self.checkpoint, self.stages, stage, self.budget, self.settings.statistic)
+        return _RoundTimer(state, self.checkpoint, self.stages, stage, self.budget_of(spec), self.settings.statistic)
 
     def finish(self, timer: _RoundTimer, spec: RoundSpec, state: RoundState) -> None:
         self.failed.update(timer.failed)
         self.restarts += timer.restarts
         self.seconds["profile"] += timer.seconds
         self.seconds["post-process"] += timer.post_seconds
-        state.complete = not self.budget.spent
+        state.complete = not timer.budget.spent
         self.checkpoint.save()
-        spent = "; time budget spent" if self.budget.spent else ""
+        spent = "; time budget spent" if timer.budget.spent else ""
         self.stages.finish(timer.stage, f"{len(timer.failed)} failed{spent}"
                            f"{'' if spec.final else f', {spec.iters} launches each'}")
 
@@ -335,13 +364,13 @@ class _Search:
             self.stages.start(stage, len(todo))
             stream = _CompileStream(self.module, todo, self.settings, ReadyWriter(ready), self.stages, self.parts,
                                     stage)
-            self.budget.on_spent.append(stream.cancel.set)
+            timer.budget.on_spent.append(stream.cancel.set)
             timer.compile_failed = stream.outcome.failed
         else:  # --no_warmup: no compile stage, each config compiles on its first launch in the child
             self.compiled.compiled += todo
         try:
             for number, chunk in enumerate(chunks(todo, self.settings.jobs)):
-                if self.budget.spent:
+                if timer.budget.spent:
                     break
                 timer.run(self.job(spec, number, chunk, number == 0 and state.matmul_us is None, ready),
                           self.scratch, self.settings, self.log)
@@ -367,6 +396,16 @@ class _Search:
         timer.run(self.job(spec, 0, todo, state.matmul_us is None, None), self.scratch, self.settings, self.log)
         self.finish(timer, spec, state)
 
+    def closing_round(self, index: int, names: list[str]) -> RoundRecord:
+        """The round a spent budget closes the search with: `names` (the fastest configs timed, compiled already)
+        timed side by side as the final round would time them. Its state is the search's own, not the checkpoint's."""
+        spec = RoundSpec(index, self.settings.warmup, self.settings.iters, final=True)
+        self.closing = RoundState(spec.warmup, spec.iters)
+        timer = self.timer(spec, self.closing, names, stage=f"time closing round {index}")
+        timer.run(self.job(spec, 0, names, True, None, tag="closing"), self.scratch, self.settings, self.log)
+        self.finish(timer, spec, self.closing)
+        return RoundRecord(index, spec.warmup, spec.iters, len(self.closing.times), final=True, closing=True)
+
     def record(self, spec: RoundSpec) -> RoundRecord:
         state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
         return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final)
@@ -374,6 +413,12 @@ class _Search:
     def stops_after(self, spec: RoundSpec) -> bool:
         """No round after this one: it was the last, the time budget is spent, or it was cut short."""
         return spec.final or self.budget.spent or not self.checkpoint.rounds[spec.index].complete
+
+    def closed(self, records: list[RoundRecord], finalists: list[str]) -> list[RoundRecord]:
+        """`records`, and a closing round over `finalists` when the budget cut the search before its final round."""
+        if not self.budget.spent or not finalists:
+            return records
+        return records + [self.closing_round(records[-1].index + 1, finalists)]
 
     def halving_rounds(self) -> list[RoundRecord]:
         """Exhaustive (one final round) or successive halving (tuner.halving)."""
@@ -385,8 +430,11 @@ class _Search:
             else:
                 self.later_round(spec, field_names)
             records.append(self.record(spec))
-            if self.stops_after(spec):
+            if spec.final:
                 return records
+            if self.stops_after(spec):
+                timed = final_times([state.times for state in self.checkpoint.rounds])
+                return self.closed(records, ranked(timed)[:HALVING.min_keep])
             field_names, index = keep(self.checkpoint.rounds[index].times, HALVING), index + 1
 
     def refine_rounds(self) -> list[RoundRecord]:
@@ -401,14 +449,14 @@ class _Search:
         specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
         self.first_round(specs[0], [str(config) for config in representatives(configs, REFINE)])
         records = [self.record(specs[0])]
-        if self.stops_after(specs[0]):
-            return records
         first = self.checkpoint.rounds[0]
+        if self.stops_after(specs[0]):
+            return self.closed(records, finalists(first.times, REFINE))
         second = self.checkpoint.round(1, warmup, iters)
         self.compiling_round(specs[1], second, [str(config) for config in refined(configs, first.times, REFINE)])
         records.append(self.record(specs[1]))
         if self.stops_after(specs[1]):
-            return records
+            return self.closed(records, finalists({**first.times, **second.times}, REFINE))
         self.later_round(specs[2], finalists({**first.times, **second.times}, REFINE))
         records.append(self.record(specs[2]))
         return records
@@ -422,22 +470,29 @@ class _Search:
     def outcome(self, records: list[RoundRecord]) -> SearchOutcome:
         rounds = self.checkpoint.rounds
         pick = refine_times if self.settings.search == "refine" else final_times
-        times = pick([state.times for state in rounds])
-        if not times and self.budget.spent:
+        closing = self.closing.times if self.closing else {}
+        times = closing or pick([state.times for state in rounds])
+        spent = self.budget.spent or self.final_budget.spent
+        if not times and spent:
             raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed"
                                + runtime_failures(self.failed))
         if not times:
             discard(self.checkpoint.path)  # every config failed: nothing to resume, a rerun tries again
             raise SearchFailed("no config produced a timing")
+        measured = rounds + ([self.closing] if self.closing else [])
         instances = {}
-        for state in rounds:  # each time's launch count, from the round that measured it
+        for state in measured:  # each time's launch count, from the round that measured it
             instances.update({n: state.instances.get(n, 0) for n, t in state.times.items() if times.get(n) == t})
         order = ranked(times)
         table = pd.DataFrame({"config": order, "time_us": [times[n] for n in order],
                               "instances": [instances.get(n, 0) for n in order]})
-        matmul = next((s.matmul_us for s in reversed(rounds) if s.matmul_us is not None), None)
+        matmul = next((s.matmul_us for s in reversed(measured) if s.matmul_us is not None), None)
         note = None
-        if self.budget.spent:
+        if closing:
+            note = (f"time budget of {self.settings.time_budget:g} s spent: the search stopped at "
+                    f"{finalist_seconds(self.settings.time_budget):g} s ({self.checkpoint.timed()} of {len(self.names)} "
+                    f"configs timed), winner picked from the {len(times)} fastest timed again in a closing round")
+        elif spent:
             timed_rounds = [str(i) for i, state in enumerate(rounds) if state.times]
             source = next((f"round {i}" for i, s in enumerate(rounds) if s.times is times),
                           ("round " if len(timed_rounds) == 1 else "rounds ") + " and ".join(timed_rounds))
@@ -445,7 +500,7 @@ class _Search:
                     f"configs timed in {source} ({self.checkpoint.timed()} of {len(self.names)} configs timed in all)")
         if self.settings.search != "exhaustive":
             self.log(f"{self.settings.search}: " + ", ".join(
-                f"round {r.index} {r.configs} configs x {r.iters} launches"
+                f"{'closing ' if r.closing else ''}round {r.index} {r.configs} configs x {r.iters} launches"
                 + (" after L2 flushes" if self.settings.flushes(r.final) else "") for r in records))
         # the times picked are the last round's that timed anything (refine_times, final_times)
         picked = next(record for record in reversed(records) if record.configs)

@@ -3,7 +3,8 @@
 - a binary compiled from a part module is found in Triton's cache from the whole module and from a part of
   another slicing (no new cache entry);
 - the 1024³ fp16 space (about 9000 configs on the H100) starts compiling and timing at once: under a 60-second
-  budget many configs are timed (before part modules, the first config compiled only after 41 s).
+  budget many configs are timed (before part modules, the first config compiled only after 41 s), and the budget
+  that cut the search leaves time for its closing round, whose flushed times pick the winner.
 """
 
 from __future__ import annotations
@@ -60,4 +61,6 @@ def test_the_1024_cube_space_starts_timing_at_once(tmp_path):
           f"timed; winner {outcome.winner} {outcome.winner_time_us:.2f} us (torch.matmul {outcome.matmul_time_us})")
     assert outcome.candidates > 5000
     assert outcome.searched.timed >= 100
+    closing = outcome.searched.rounds[-1]
+    assert closing.closing and closing.configs >= 2 and outcome.searched.flushed, outcome.searched.rounds
     assert outcome.check_error is not None and outcome.check_error <= problem(1024, 1024, 1024).dtype_a.tolerance

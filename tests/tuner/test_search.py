@@ -3,6 +3,8 @@ chunks, the time budget, and resuming from the checkpoint an interrupted run lef
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import problem
 
@@ -97,23 +99,62 @@ def test_refine_times_a_space_of_one_config_per_shape_whole_in_one_child(tmp_pat
     assert len(outcome.timings) == 8 and str(outcome.winner) in jobs[0].time_configs
 
 
-def test_a_budget_spent_in_refinement_picks_from_the_representatives_and_the_refined(tmp_path, monkeypatch, jobs):
+def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
     _spend_after(monkeypatch, 1, round_index=1)
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
-    assert len(jobs) == 2  # no final round
-    timed = set(outcome.timings["config"])
-    assert set(jobs[0].time_configs) < timed <= set(jobs[0].time_configs) | set(jobs[1].time_configs)
-    assert "configs timed in rounds 0 and 1" in outcome.searched.note
-    assert not any(job.cache_flush for job in jobs) and not outcome.searched.flushed  # picked from unflushed rounds
+    first, second, closing = jobs
+    assert second.time_configs and len(closing.time_configs) == REFINE.final
+    assert set(closing.time_configs) <= set(first.time_configs) | set(second.time_configs)
+    # the closing round is timed as the final round is: the run's launches, flushed, torch.matmul beside it
+    assert (closing.warmup, closing.iters, closing.baseline) == (1, 4, True)
+    assert [job.cache_flush for job in jobs] == [False, False, True] and outcome.searched.flushed
+    assert set(outcome.timings["config"]) == set(closing.time_configs) and str(outcome.winner) in closing.time_configs
+    assert [(r.index, r.final, r.closing) for r in outcome.searched.rounds] == [
+        (0, False, False), (1, False, False), (2, True, True)]
+    assert outcome.searched.note.startswith("time budget of 1000 s spent: the search stopped at 985 s (")
+    assert outcome.searched.note.endswith("winner picked from the 3 fastest timed again in a closing round")
+    # a rerun resumes round 1, whose finalists may change: the closing round is not in the checkpoint
+    assert len(Checkpoint.open(tmp_path, PROBLEM.file_tag, _key(outcome)).rounds) == 2
 
 
-def test_a_budget_spent_in_the_first_refine_round_says_so(tmp_path, monkeypatch, jobs):
+def test_a_budget_spent_in_the_first_refine_round_closes_with_its_fastest(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
     _spend_after(monkeypatch, 2)
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
-    assert len(jobs) == 1 and set(outcome.timings["config"]) <= set(jobs[0].time_configs)
-    assert "configs timed in round 0 (" in outcome.searched.note  # before: "in rounds 0 and 1" though 1 never ran
+    first, closing = jobs
+    assert 2 <= len(closing.time_configs) <= REFINE.final and set(closing.time_configs) <= set(first.time_configs)
+    assert [(r.index, r.closing) for r in outcome.searched.rounds] == [(0, False), (1, True)]
+    assert "in a closing round" in outcome.searched.note and outcome.searched.flushed
+
+
+def test_a_closing_round_cut_by_the_whole_budget_picks_from_the_rounds_before(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "REFINE", REFINE)
+    _spend_after(monkeypatch, 2)
+    _spend_after(monkeypatch, 0, final=True)  # the closing round has no time left when it starts
+    outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
+    assert len(jobs) == 2 and set(outcome.timings["config"]) <= set(jobs[0].time_configs)
+    assert "configs timed in round 0 (" in outcome.searched.note  # the closing round timed nothing
+    assert not outcome.searched.flushed  # picked from round 0, timed back to back
+
+
+def test_a_budget_spent_in_a_halving_round_closes_with_its_fastest(tmp_path, monkeypatch, jobs):
+    monkeypatch.setattr(search, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
+    _spend_after(monkeypatch, 5)
+    outcome = _tune(tmp_path, search="halving", time_budget=1000.0, cache_flush="final")
+    assert [(job.iters, job.cache_flush) for job in jobs] == [(1, False), (4, True)]
+    assert len(jobs[1].time_configs) == 2 and set(jobs[1].time_configs) <= set(jobs[0].time_configs)
+    assert [(r.index, r.iters, r.closing) for r in outcome.searched.rounds] == [(0, 1, False), (1, 4, True)]
+
+
+@pytest.mark.parametrize("budget, finalist_seconds", [(40.0, 32.0), (130.0, 115.0), (1.0, 0.8)])
+def test_the_closing_round_keeps_a_fifth_of_the_budget_at_most_fifteen_seconds(budget, finalist_seconds):
+    assert search.finalist_seconds(budget) == pytest.approx(finalist_seconds)
+
+
+def _key(outcome) -> dict:
+    """The key of the checkpoint the search left (read back from its file)."""
+    return json.loads(outcome.checkpoint.read_text())["key"]
 
 
 @pytest.mark.parametrize("cache_flush, expected", [("final", [False, True]), ("all", [True, True]),
@@ -142,13 +183,16 @@ def test_jobs_split_the_configs_into_child_runs(tmp_path, jobs):
     assert len(outcome.timings) == 8 and all(job.iters == 4 for job in jobs)
 
 
-def _spend_after(monkeypatch, done: int, round_index: int = 0) -> None:
-    """The time budget runs out once `done` configs of a round are timed (instead of after so many seconds)."""
+def _spend_after(monkeypatch, done: int, round_index: int = 0, final: bool = False) -> None:
+    """The time budget of the rounds that choose finalists (`final`: of the round that picks the winner) runs out
+    once `done` configs of round `round_index` are timed, instead of after so many seconds."""
     real = search._Budget.check
+    watched = "stop_final" if final else "stop"
 
     def check(budget):
         progress = budget.stop_path.parent / f"progress{round_index}_0.txt"
-        if progress.exists() and progress.read_text().count("done ") >= done:
+        if (budget.stop_path.name == watched and progress.exists()
+                and progress.read_text().count("done ") >= done):
             budget.seconds = 0.0
         real(budget)
 
@@ -158,7 +202,7 @@ def _spend_after(monkeypatch, done: int, round_index: int = 0) -> None:
 def test_a_spent_budget_picks_from_what_is_timed_and_a_rerun_resumes_the_rest(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_VAR, f"{UNCOMPILABLE}=compile")
     with monkeypatch.context() as budget:
-        _spend_after(budget, 3)
+        _spend_after(budget, 3, final=True)  # SPACE is timed whole, in one final round
         first = _tune(tmp_path, time_budget=1000.0)
     timed = set(first.timings["config"])
     assert 3 <= len(timed) < 7 and str(first.winner) in timed
