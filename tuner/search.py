@@ -81,6 +81,7 @@ class RoundRecord:
     iters: int
     configs: int  # configs with a time in this round (resumed ones included)
     final: bool  # the round whose times pick the winner, when it times any
+    planned: int = 0  # configs the round set out to time
     closing: bool = False  # the closing round of a search a spent time budget cut short
 
 
@@ -404,11 +405,13 @@ class _Search:
         timer = self.timer(spec, self.closing, names, stage=f"time closing round {index}")
         timer.run(self.job(spec, 0, names, True, None, tag="closing"), self.scratch, self.settings, self.log)
         self.finish(timer, spec, self.closing)
-        return RoundRecord(index, spec.warmup, spec.iters, len(self.closing.times), final=True, closing=True)
+        return RoundRecord(index, spec.warmup, spec.iters, len(self.closing.times), final=True, planned=len(names),
+                           closing=True)
 
-    def record(self, spec: RoundSpec) -> RoundRecord:
+    def record(self, spec: RoundSpec, names: list[str]) -> RoundRecord:
+        """Round `spec` as it ended, having set out to time `names`."""
         state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
-        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final)
+        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final, planned=len(names))
 
     def stops_after(self, spec: RoundSpec) -> bool:
         """No round after this one: it was the last, the time budget is spent, or it was cut short."""
@@ -429,7 +432,7 @@ class _Search:
                 self.first_round(spec, self.names)
             else:
                 self.later_round(spec, field_names)
-            records.append(self.record(spec))
+            records.append(self.record(spec, field_names))
             if spec.final:
                 return records
             if self.stops_after(spec):
@@ -445,20 +448,23 @@ class _Search:
         if times_whole_space(configs, REFINE):
             whole = RoundSpec(0, warmup, iters, final=True)
             self.first_round(whole, self.names)
-            return [self.record(whole)]
+            return [self.record(whole, self.names)]
         specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
-        self.first_round(specs[0], [str(config) for config in representatives(configs, REFINE)])
-        records = [self.record(specs[0])]
+        shapes = [str(config) for config in representatives(configs, REFINE)]
+        self.first_round(specs[0], shapes)
+        records = [self.record(specs[0], shapes)]
         first = self.checkpoint.rounds[0]
         if self.stops_after(specs[0]):
             return self.closed(records, finalists(first.times, REFINE))
         second = self.checkpoint.round(1, warmup, iters)
-        self.compiling_round(specs[1], second, [str(config) for config in refined(configs, first.times, REFINE)])
-        records.append(self.record(specs[1]))
+        variants = [str(config) for config in refined(configs, first.times, REFINE)]
+        self.compiling_round(specs[1], second, variants)
+        records.append(self.record(specs[1], variants))
         if self.stops_after(specs[1]):
             return self.closed(records, finalists({**first.times, **second.times}, REFINE))
-        self.later_round(specs[2], finalists({**first.times, **second.times}, REFINE))
-        records.append(self.record(specs[2]))
+        fastest = finalists({**first.times, **second.times}, REFINE)
+        self.later_round(specs[2], fastest)
+        records.append(self.record(specs[2], fastest))
         return records
 
     def run(self) -> SearchOutcome:
@@ -489,9 +495,11 @@ class _Search:
         matmul = next((s.matmul_us for s in reversed(measured) if s.matmul_us is not None), None)
         note = None
         if closing:
+            cut = records[-2]
             note = (f"time budget of {self.settings.time_budget:g} s spent: the search stopped at "
-                    f"{finalist_seconds(self.settings.time_budget):g} s ({self.checkpoint.timed()} of {len(self.names)} "
-                    f"configs timed), winner picked from the {len(times)} fastest timed again in a closing round")
+                    f"{finalist_seconds(self.settings.time_budget):g} s in round {cut.index} ({cut.configs} of its "
+                    f"{cut.planned} configs timed, {self.checkpoint.timed()} of {len(self.names)} in all), winner "
+                    f"picked from the {len(times)} fastest timed again in a closing round")
         elif spent:
             timed_rounds = [str(i) for i, state in enumerate(rounds) if state.times]
             source = next((f"round {i}" for i, s in enumerate(rounds) if s.times is times),

@@ -112,7 +112,10 @@ def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side
     assert set(outcome.timings["config"]) == set(closing.time_configs) and str(outcome.winner) in closing.time_configs
     assert [(r.index, r.final, r.closing) for r in outcome.searched.rounds] == [
         (0, False, False), (1, False, False), (2, True, True)]
-    assert outcome.searched.note.startswith("time budget of 1000 s spent: the search stopped at 985 s (")
+    cut = outcome.searched.rounds[1]
+    assert cut.planned == len(second.time_configs) and 1 <= cut.configs <= cut.planned
+    assert outcome.searched.note.startswith(f"time budget of 1000 s spent: the search stopped at 985 s in round 1 "
+                                            f"({cut.configs} of its {cut.planned} configs timed, ")
     assert outcome.searched.note.endswith("winner picked from the 3 fastest timed again in a closing round")
     # a rerun resumes round 1, whose finalists may change: the closing round is not in the checkpoint
     assert len(Checkpoint.open(tmp_path, PROBLEM.file_tag, _key(outcome)).rounds) == 2
@@ -124,8 +127,9 @@ def test_a_budget_spent_in_the_first_refine_round_closes_with_its_fastest(tmp_pa
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
     first, closing = jobs
     assert 2 <= len(closing.time_configs) <= REFINE.final and set(closing.time_configs) <= set(first.time_configs)
-    assert [(r.index, r.closing) for r in outcome.searched.rounds] == [(0, False), (1, True)]
-    assert "in a closing round" in outcome.searched.note and outcome.searched.flushed
+    assert [(r.index, r.planned, r.closing) for r in outcome.searched.rounds] == [
+        (0, len(first.time_configs), False), (1, len(closing.time_configs), True)]
+    assert "stopped at 985 s in round 0 (" in outcome.searched.note and outcome.searched.flushed
 
 
 def test_a_closing_round_cut_by_the_whole_budget_picks_from_the_rounds_before(tmp_path, monkeypatch, jobs):
