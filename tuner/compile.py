@@ -12,15 +12,20 @@ worker processes what the compiler printed for it is kept in a log file beside i
 The worker processes outlive a stream: the next stream of the run (the next round of a search, the next
 size) reuses them, since starting one (an interpreter importing torch and Triton, then a CUDA context)
 takes seconds: on the H100 machine a stream of 40 configs took 11 s, most of it starting its workers.
-A stream closed early (a spent time budget, Ctrl-C) stops them; the next one starts fresh workers. The
-run's end stops them (atexit); an owner that ends without atexit (a tuner.workers worker leaves through
-os._exit; kill -9) leaves none behind either: their queue to it breaks, and they exit.
+A stream hands its workers a few configs at a time (WINDOW per worker), so that one closed early (a spent time
+budget, Ctrl-C) keeps them too: only the configs already handed out compile on, and the next stream starts at
+once. When a stream closed early stopped its workers, the next one paid for new ones: on an H200 a refine search's
+round 1 compiled 0.1-4.1 configs/s after a round 0 that a time budget cut, 18-40 after one that ended whole
+(BENCHMARKS.md, forty-first run). A stream that fails stops them. The run's end stops them
+(atexit); an owner that ends without atexit (a tuner.workers worker leaves through os._exit; kill -9) leaves none
+behind either: their queue to it breaks, and they exit.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import queue
 import sys
 import tempfile
 import time
@@ -53,6 +58,9 @@ CompileResult = tuple[str, str | None, dict]  # config name, failure reason (Non
 Task = tuple[str, str]  # config name, the module to load it from
 
 
+# Configs handed to each worker process at a time: enough that a worker finishing one finds the next queued, few
+# enough that a stream closed early leaves little compiling on.
+WINDOW = 2
 # Part modules a worker process keeps loaded (with the kernels it compiled from them): a size's space in
 # visiting order reaches a part's configs together, so a few recent parts are all a worker needs.
 WORKER_MODULES = 16
@@ -161,7 +169,7 @@ def compile_stream(module_path: Path, names: list[str], workers: int, interpret:
                    parts: Mapping[str, Path] | None = None) -> Iterator[CompileResult]:
     """Compile `names` with `workers` workers of kind `pool`, each config from its module in `parts` (gen.parts)
     or else from the module at `module_path`; yields each result as it completes, roughly in the order of
-    `names`. Closing the iterator early stops the workers."""
+    `names`. Closing the iterator early hands out no more configs; process workers stay for the next stream."""
     if pool not in POOLS:
         raise ValueError(f"compile pool must be one of {POOLS}, got {pool!r}")
     workers = max(1, workers)
@@ -172,13 +180,38 @@ def compile_stream(module_path: Path, names: list[str], workers: int, interpret:
         with ThreadPool(workers) as threads:
             yield from threads.imap_unordered(_Worker().compile, tasks)
     else:
-        finished = False
         try:
-            yield from WORKER_PROCESSES.get(workers).imap_unordered(_compile_in_worker, tasks)
-            finished = True
-        finally:
-            if not finished:  # closed early or failed: the configs still queued would compile on for nothing
-                WORKER_PROCESSES.stop()
+            yield from _windowed(WORKER_PROCESSES.get(workers), tasks, WINDOW * workers)
+        except GeneratorExit:  # closed early: the workers finish the configs handed out and stay for the next stream
+            raise
+        except BaseException:
+            WORKER_PROCESSES.stop()
+            raise
+
+
+def _windowed(pool, tasks: list[Task], window: int) -> Iterator[CompileResult]:
+    """Each task's result from `pool`'s workers as it completes, never more than `window` tasks handed out and not
+    yet reported; a worker's exception (a module that does not load) is raised here."""
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    pending = iter(tasks)
+    handed_out = 0
+
+    def hand_out_next() -> None:
+        nonlocal handed_out
+        task = next(pending, None)
+        if task is not None:
+            pool.apply_async(_compile_in_worker, (task,), callback=results.put, error_callback=results.put)
+            handed_out += 1
+
+    for _ in range(window):
+        hand_out_next()
+    while handed_out:
+        result = results.get()
+        handed_out -= 1
+        if isinstance(result, BaseException):
+            raise result
+        hand_out_next()
+        yield result
 
 
 def compile_all(module_path: Path, names: list[str], workers: int, interpret: bool, on_done=None,

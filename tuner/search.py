@@ -187,7 +187,7 @@ class _CompileStream:
         except Exception as error:  # reported by the search once the stream is joined
             self.error = error
         finally:
-            results.close()  # stops the workers when cancelled early
+            results.close()  # cancelled early: no more configs handed to the workers
             self.outcome.seconds = time.perf_counter() - started
             ready.end()
             stages.finish(stage, f"{len(self.outcome.failed)} failed")

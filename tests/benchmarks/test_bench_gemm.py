@@ -148,7 +148,7 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
     ("h100_fp16", "fp16", "fp16", True), ("h100_bf16", "bf16", "bf16", True), ("h100_fp8", "fp8", "fp16", True),
     ("h100_fp8_bf16", "fp8", "bf16", False), ("h100_int8", "int8", "int32", False),  # five and four of the shapes
     ("h100_fp32", "fp32", "fp32", False),  # eight
-    ("h200_fp16", "fp16", "fp16", True),
+    ("h200_fp16", "fp16", "fp16", True), ("h200_bf16", "bf16", "bf16", True),
 ])
 def test_the_recorded_winners_cover_the_public_shapes_in_their_dtypes(name, dtype, dtype_c, every_shape):
     public = BENCHMARKS_DIR.parent.parent / "shared" / "bench_sizes.yaml"

@@ -153,14 +153,62 @@ def test_the_next_stream_reuses_the_worker_processes(module):
     assert WORKER_PROCESSES.starts == starts + 1 and WORKER_PROCESSES.running
 
 
-def test_a_stream_closed_early_stops_the_workers_and_the_next_starts_new_ones(module):
+def test_a_stream_closed_early_keeps_the_workers_for_the_next(module):
+    WORKER_PROCESSES.stop()
     stream = compile_stream(module, NAMES, 2, interpret=False)
     assert next(stream)[0] in NAMES
-    stream.close()  # a spent time budget: the configs still queued must not compile on
-    assert not WORKER_PROCESSES.running
+    stream.close()  # a spent time budget: the next round or size needs workers at once
+    assert WORKER_PROCESSES.running
     starts = WORKER_PROCESSES.starts
     assert len(compile_all(module, NAMES, 2, interpret=False).failed) == len(NAMES)  # no GPU here
-    assert WORKER_PROCESSES.starts == starts + 1
+    assert WORKER_PROCESSES.starts == starts
+
+
+def test_a_stream_whose_module_does_not_load_fails_and_stops_the_workers(tmp_path):
+    broken = tmp_path / "generated_kernel_broken.py"
+    broken.write_text("raise ImportError('broken on purpose')\n")
+    with pytest.raises(ImportError, match="broken on purpose"):
+        compile_all(broken, NAMES, 2, interpret=False)
+    assert not WORKER_PROCESSES.running
+
+
+class _InlinePool:
+    """Stands in for the worker processes: runs each task handed to it at once, in the caller's thread."""
+
+    def __init__(self):
+        self.handed = []
+
+    def apply_async(self, func, args, callback, error_callback):
+        self.handed.append(args[0][0])
+        try:
+            result = func(*args)
+        except Exception as error:
+            error_callback(error)
+        else:
+            callback(result)
+
+
+def test_a_stream_hands_out_a_window_of_configs_at_a_time(monkeypatch):
+    monkeypatch.setattr(tuner.compile, "_compile_in_worker", lambda task: (task[0], None, {}))
+    pool, names = _InlinePool(), [f"config{i}" for i in range(5)]
+    stream = tuner.compile._windowed(pool, [(name, "module.py") for name in names], window=2)
+    yielded = []
+    for result in stream:
+        yielded.append(result[0])
+        assert len(pool.handed) - len(yielded) <= 2
+        if len(yielded) == 2:
+            break
+    stream.close()
+    assert yielded == names[:2] and pool.handed == names[:4]  # closed: the last config is never handed out
+
+
+def test_a_worker_exception_is_raised_by_the_stream(monkeypatch):
+    def compile_fails(task):
+        raise ImportError(f"{task[1]} does not load")
+
+    monkeypatch.setattr(tuner.compile, "_compile_in_worker", compile_fails)
+    with pytest.raises(ImportError, match="module.py does not load"):
+        list(tuner.compile._windowed(_InlinePool(), [("config", "module.py")], window=2))
 
 
 def test_a_changed_environment_starts_new_workers(module, monkeypatch, tmp_path):
