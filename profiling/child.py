@@ -26,6 +26,7 @@ from profiling.child_timeline import Timeline
 from profiling.faults import injected_faults, trigger
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
+from profiling.standby import ready_path_for
 from profiling.stream import config_batches
 from prune.config import Config
 
@@ -270,6 +271,7 @@ def standby(go_path: Path, timer_name: str) -> int:
     timeline.mark("imports")
     _warm_up(timer_name)
     timeline.mark("ready")
+    ready_path_for(go_path).touch()
     while not go_path.exists():
         time.sleep(_GO_POLL_SECONDS)
     job = ChildJob.load(Path(go_path.read_text()))

@@ -97,12 +97,21 @@ def _child_env(interpret: bool, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+_PREEXEC = die_with_parent if sys.platform == "linux" else None  # what a child runs before exec
+
+
+def start_standby(extra_env: dict[str, str], timer: str, interpret: bool) -> None:
+    """Start in standby the child that the next job run with `extra_env` and `timer` (no external profiler) takes
+    over, unless one is waiting already."""
+    env = _child_env(interpret, extra_env)
+    STANDBY.start(standby_key(env, timer), env, PROJECT_ROOT, _PREEXEC)
+
+
 def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: bool) -> tuple[subprocess.Popen, Path]:
     """The child for the saved job: the one in standby when it was started for the same environment and timer,
     else a new one; then, with `standby`, the next one starts in standby. Returns (process, its output file)."""
     env = _child_env(interpret, job.env)
     key = standby_key(env, job.timer)
-    preexec = die_with_parent if sys.platform == "linux" else None
     waiting = STANDBY.take(key) if standby and wrap is None else None
     if waiting is not None:
         waiting.start(job_path)
@@ -112,9 +121,9 @@ def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: bool)
         command = [sys.executable, "-m", "profiling.child", str(job_path)]
         with open(output_path, "w") as output:
             child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT, env=env, stdout=output,
-                                     stderr=subprocess.STDOUT, preexec_fn=preexec)
+                                     stderr=subprocess.STDOUT, preexec_fn=_PREEXEC)
     if standby and wrap is None:
-        STANDBY.start(key, _child_env(interpret, job.env), PROJECT_ROOT, preexec)
+        start_standby(job.env, job.timer, interpret)
     return child, output_path
 
 

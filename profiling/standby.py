@@ -7,7 +7,8 @@ of 8 or 52 configs. So while one child runs, the runner starts the next one in s
 session of the timer, then waits for GO to name its job file. The runner's next child takes it over when its
 environment matches (same variables, same timer, no external profiler wrapping it), else stops it and starts
 a fresh one. One standby at most per tuner process; it is stopped at exit, and dies with the tuner (kill -9
-included) like any child.
+included) like any child. Once warm it creates its ready file, so that a tuner can wait for it
+(tuner.start_up: the first child of a run is started ahead of the first size and waited for).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +34,23 @@ class StandbyChild:
     output_path: Path  # the child's stdout and stderr
     key: tuple  # what it was started for: environment and timer
 
+    @property
+    def ready_path(self) -> Path:
+        return ready_path_for(self.go_path)
+
     def start(self, job_path: Path) -> None:
         """Hand the child its job (written atomically: the child polls for the file)."""
         temporary = self.go_path.with_name(self.go_path.name + ".tmp")
         temporary.write_text(str(job_path))
         os.replace(temporary, self.go_path)
+
+
+def ready_path_for(go_path: Path) -> Path:
+    """The file a standby child creates once it is warm (its imports, GPU context and first timer session done)."""
+    return go_path.with_suffix(".ready")
+
+
+_READY_POLL_SECONDS = 0.05
 
 
 def standby_key(env: dict[str, str], timer: str) -> tuple:
@@ -72,6 +86,18 @@ class Standby:
                                        cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT,
                                        preexec_fn=preexec_fn)
         self._child = StandbyChild(process, go_path, output_path, key)
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds until the child in standby is warm; whether it is (False: none, or it
+        ended)."""
+        deadline = time.monotonic() + timeout
+        while self._child is not None and self._child.process.poll() is None:
+            if self._child.ready_path.exists():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_READY_POLL_SECONDS)
+        return False
 
     def stop(self) -> None:
         """Stop the child in standby and remove the files of every child it started."""

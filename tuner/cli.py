@@ -33,6 +33,7 @@ from tuner.report import print_outcome, time_breakdown
 from tuner.results import ResultEntry, check_writable, exclusive, read_entries, record, recorded
 from tuner.rocm_files import vendor_note
 from tuner.search import SEARCHES
+from tuner.start_up import start_helpers
 from tuner.sizes import SizeRequest, check_fits, check_size, load_sizes
 from tuner.workers import slots_for, tune_on_workers
 
@@ -63,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="refine (default): one config per kernel shape, then every variant of the best shapes; "
                              "exhaustive: every config fully; halving: rounds that keep the best")
     parser.add_argument("--time_budget", type=float, metavar="SECONDS",
-                        help="per size: once spent, time no more configs and pick from those timed")
+                        help="per size, from when the run's compile workers and timing child are up: once spent, time "
+                             "no more configs and pick from those timed")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bars, one line per stage (also when the output is not a terminal)")
     parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
@@ -234,6 +236,8 @@ def _sizes_done(requests: list[SizeRequest], args: argparse.Namespace, settings:
         return tune_on_ray(problems, args.ray, settings, args.compare)
     if len(gpus.ids) > 1:
         return tune_on_workers(problems, slots_for(gpus, device.vendor, args.interpret), settings, args.compare)
+    if problems:
+        start_helpers(settings)  # they start while the first size is pruned and generated
     return (tune_one(problem, device, settings, args.compare, "", console.print,
                      stages_for(console, problem.label, args.quiet)) for problem in problems)
 

@@ -88,9 +88,24 @@ class _Worker:
 _worker: _Worker | None = None  # a process pool worker's own
 
 
-def _start_worker() -> None:
+def _start_worker(ready) -> None:
+    """A worker process's start: load the compiler as its first config would, then report its pid on `ready`."""
     global _worker
     _worker = _Worker(WORKER_MODULES)
+    _load_compiler()
+    ready.put(os.getpid())
+
+
+def _load_compiler() -> None:
+    """Import Triton and open its GPU driver: seconds a worker spends once, before it is counted as ready."""
+    import triton
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    try:
+        triton.runtime.driver.active.get_current_target()
+    except RuntimeError:  # no GPU driver: each config's compile fails on it and records the reason
+        pass
 
 
 # Beside a generated module: what the compiler printed while a config of it failed to compile, one file per config.
@@ -129,25 +144,44 @@ def with_compiler_log(reason: str, printed: str, log: Path) -> str:
 
 
 class _WorkerProcesses:
-    """The run's pool of spawned compile workers: started by the first stream that needs it, kept for the next
-    one with the same number of workers and the same environment (workers read theirs when they start: the
-    Triton cache they fill, injected faults), else replaced."""
+    """The run's pool of spawned compile workers: started by the first stream that needs it (or ahead of it,
+    tuner.start_up), kept for the next one with the same number of workers and the same environment (workers read
+    theirs when they start: the Triton cache they fill, injected faults), else replaced."""
 
     def __init__(self):
         self._pool = None
         self._started_as: tuple[int, dict[str, str]] | None = None
+        self._ready = None  # where each worker reports once it has loaded the compiler
+        self._ready_count = 0
         self.starts = 0  # pools started so far
 
     def get(self, size: int):
+        """The pool of `size` workers for the current environment, started (not waited for) when there is none."""
         wanted = (size, dict(os.environ))
         if self._pool is None or self._started_as != wanted:
             self.stop()
             import multiprocess
 
-            self._pool = multiprocess.get_context("spawn").Pool(size, initializer=_start_worker)
+            context = multiprocess.get_context("spawn")
+            self._ready, self._ready_count = context.Queue(), 0
+            self._pool = context.Pool(size, initializer=_start_worker, initargs=(self._ready,))
             self._started_as = wanted
             self.starts += 1
         return self._pool
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds until every worker of the running pool has loaded the compiler; whether
+        they all have."""
+        if self._pool is None:
+            return False
+        deadline = time.monotonic() + timeout
+        while self._ready_count < self._started_as[0]:
+            try:
+                self._ready.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return False
+            self._ready_count += 1
+        return True
 
     @property
     def running(self) -> bool:
@@ -159,6 +193,8 @@ class _WorkerProcesses:
             self._pool.terminate()
             self._pool.join()
             self._pool = None
+            self._ready.close()
+            self._ready = None
 
 
 WORKER_PROCESSES = _WorkerProcesses()

@@ -1,4 +1,5 @@
-"""The tuning pipeline for one size: prune -> generate -> compile and time (tuner.search) -> pick -> (compare).
+"""The tuning pipeline for one size: prune -> generate -> (the run's helper processes ready, tuner.start_up) ->
+compile and time (tuner.search) -> pick -> (compare).
 
 Also the check of recorded configs (`--compare_wo_tuning`). Every kernel runs in a child process.
 """
@@ -33,6 +34,7 @@ from tuner.problem import GemmProblem
 from tuner.progress import Stages
 from tuner.run_knobs import DEFAULT_FLUSH, FLUSHES, rounds_flushed
 from tuner.search import SearchFailed, SearchOutcome, checkpoint_key, part_paths, run_search, timing_job
+from tuner.start_up import helpers_ready
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,9 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
     checkpoint = Checkpoint.open(settings.workdir, problem.file_tag + (f"_{chunk.tag}" if chunk else ""),
                                  checkpoint_key(problem, device, settings, module))
     try:
+        waited = helpers_ready(settings)  # before the search starts its clock: their start-up is the run's
+        if waited:
+            seconds["start-up"] = waited
         try:
             searched = run_search(module, [str(config) for config in visiting], scratch, settings, device, checkpoint,
                                   stages, log, parts)

@@ -11,13 +11,14 @@ fraction, the final one with the run's launches. `--search refine` runs the roun
 config per kernel shape, then the other configs of the best shapes (both compiled as they are timed), then
 the fastest few side by side. Every round is a checkpoint (tuner.checkpoint): timed configs are written
 there as they come in, so a rerun after an interruption times only the rest.
-`--time_budget S` (a size's seconds): the rounds that choose finalists stop once all but a reserve of S is
-spent (CLOSING_SHARE of it, at most CLOSING_MAX_SECONDS), and a closing round then times the fastest configs timed
-so far again, side by side, as the final round would have (refine's `final`, halving's `min_keep`: 8 by default;
-the run's launches); the round that picks the winner, closing or last, stops at S. So a cut search picks as a
-whole one does, on the final round's timing: back-to-back times can rank configs otherwise (at 1024x5120x4096 the
-flushed final round's pick ran 9% faster than the back-to-back one, H100, BENCHMARKS.md, twenty-eighth run), though
-at three sizes cut by a 40-second budget on an H200 the two picks ran within 0.9% of each other (fortieth run).
+`--time_budget S` (a size's seconds, counted from when the run's helper processes are ready, tuner.start_up): the
+rounds that choose finalists stop once all but a reserve of S is spent (CLOSING_SHARE of it, at most
+CLOSING_MAX_SECONDS), and a closing round then times the fastest configs timed so far again, side by side, as the
+final round would have (refine's `final`, halving's `min_keep`: 8 by default; the run's launches); the round that
+picks the winner, closing or last, stops at S. So a cut search picks as a whole one does, on the final round's
+timing: back-to-back times can rank configs otherwise (at 1024x5120x4096 the flushed final round's pick ran 9% faster
+than the back-to-back one, H100, BENCHMARKS.md, twenty-eighth run), though at three sizes cut by a 40-second budget
+on an H200 the two picks ran within 0.9% of each other (fortieth run).
 The closing round is not kept in the checkpoint: a rerun resumes the cut rounds, whose finalists may differ.
 
 The round that picks the winner times each launch right after an L2 flush by default (`--flush`,

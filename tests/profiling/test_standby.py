@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import time
 
 import pytest
 from helpers import FAKE_MODULE_HEAD
 
 from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
-from profiling.runner import PROJECT_ROOT, run_child
+from profiling.runner import PROJECT_ROOT, run_child, start_standby
 from profiling.standby import STANDBY, Standby, standby_key
 
 MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
@@ -84,3 +85,32 @@ def test_stop_ends_the_waiting_child_and_removes_its_files(tmp_path):
     assert child.process.poll() is not None
     standby.stop()
     assert not child.output_path.parent.exists()
+
+
+def test_a_waiting_child_is_ready_once_warm_and_not_once_stopped():
+    standby = Standby()
+    assert not standby.wait_ready(1.0)  # none started
+    standby.start(standby_key({}, "host"), {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"},
+                  PROJECT_ROOT, None)
+    child = standby._child
+    assert not standby.wait_ready(0.0)  # started a moment ago: still importing
+    assert standby.wait_ready(120.0) and child.ready_path.exists()
+    standby.stop()
+    assert not standby.wait_ready(1.0)
+
+
+def test_a_child_that_ends_before_it_is_warm_is_not_ready(tmp_path):
+    standby = Standby()
+    no_standard_library = {**os.environ, "PYTHONHOME": str(tmp_path)}  # the interpreter exits as it starts
+    standby.start(standby_key({}, "host"), no_standard_library, PROJECT_ROOT, None)
+    started = time.monotonic()
+    assert not standby.wait_ready(60.0)
+    assert time.monotonic() - started < 30  # told by its end, not by the time-out
+    standby.stop()
+
+
+def test_a_child_started_ahead_is_taken_by_the_first_run(tmp_path):
+    start_standby({}, "host", interpret=True)  # as tuner.start_up does before a run's first size
+    assert STANDBY.wait_ready(120.0)
+    logged, _ = _run(tmp_path, "round0")
+    assert list(dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(logged))))[:3] == ["imports", "ready", "job"]

@@ -14,6 +14,7 @@ from helpers import problem
 from profiling.faults import ENV_VAR
 from prune.config import Config
 from tuner.checkpoint import Checkpoint
+import tuner.cli
 from tuner.cli import main
 from tuner.sizes import load_sizes
 
@@ -162,15 +163,18 @@ def test_no_gpu_without_interpret_says_to_use_it(tmp_path):
 
 def test_rerun_skips_recorded_sizes_unless_retune(tmp_path, space_file, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    helpers_started = []  # the run's compile workers and first timing child start only when a size is to be tuned
+    monkeypatch.setattr(tuner.cli, "start_helpers", helpers_started.append)
     code, results = _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")
-    assert code == 0
+    assert code == 0 and len(helpers_started) == 1
     first = results.read_text()
     capsys.readouterr()
     assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")[0] == 0
     out = capsys.readouterr().out
     assert "skipping 1 size(s)" in out and "tuned 0 size(s)" in out and results.read_text() == first
+    assert len(helpers_started) == 1
     assert _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16", extra=["--retune"])[0] == 0
-    assert "tuned 1 size(s)" in capsys.readouterr().out
+    assert "tuned 1 size(s)" in capsys.readouterr().out and len(helpers_started) == 2
 
 
 def test_a_recorded_size_leaves_no_checkpoint_behind(tmp_path, space_file, monkeypatch, capsys):

@@ -153,6 +153,22 @@ def test_the_next_stream_reuses_the_worker_processes(module):
     assert WORKER_PROCESSES.starts == starts + 1 and WORKER_PROCESSES.running
 
 
+def test_workers_are_ready_once_each_has_loaded_the_compiler():
+    WORKER_PROCESSES.stop()
+    assert not WORKER_PROCESSES.wait_ready(1.0)  # no pool: nothing to wait for
+    pool = WORKER_PROCESSES.get(2)
+    assert not WORKER_PROCESSES.wait_ready(0.0)  # spawned a moment ago: still importing Triton
+    assert WORKER_PROCESSES.wait_ready(120.0)
+    assert "triton" in pool.apply(_loaded_modules)  # loaded before any config asked for it
+    assert WORKER_PROCESSES.wait_ready(0.0)  # and they stay ready
+    WORKER_PROCESSES.stop()
+    assert not WORKER_PROCESSES.wait_ready(0.0)
+
+
+def _loaded_modules() -> list[str]:
+    return list(sys.modules)
+
+
 def test_a_stream_closed_early_keeps_the_workers_for_the_next(module):
     WORKER_PROCESSES.stop()
     stream = compile_stream(module, NAMES, 2, interpret=False)

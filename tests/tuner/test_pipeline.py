@@ -11,6 +11,7 @@ from prune.device import INTERPRETER_PROFILE
 from prune.space import RangeSpace
 from profiling import ProfilerChoice
 from profiling.faults import ENV_VAR
+import tuner.pipeline
 from tuner.pipeline import SizeFailed, TuneSettings, config_timeout_for, tune_size
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1,),
@@ -75,3 +76,25 @@ def test_a_space_that_keeps_nothing_names_the_rules_that_removed_the_most(tmp_pa
     with pytest.raises(SizeFailed, match=r"no config survives pruning for this size \(of 2 in the space, the rules "
                                          r"that removed the most: block_size 2\)"):
         tune_size(problem(16, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path, space=too_tall), compare=False)
+
+
+def test_the_search_starts_once_the_runs_helpers_are_ready(tmp_path, monkeypatch, interpreted):
+    # under a time budget the search's clock starts when it does: the helpers' start-up is not the size's
+    events = []
+
+    def helpers_ready(settings):
+        events.append("helpers ready")
+        return 7.5
+
+    def run_search(*args, **kwargs):
+        events.append("search")
+        return searching(*args, **kwargs)
+
+    searching = tuner.pipeline.run_search
+    monkeypatch.setattr(tuner.pipeline, "helpers_ready", helpers_ready)
+    monkeypatch.setattr(tuner.pipeline, "run_search", run_search)
+    outcome = tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path), compare=False)
+    assert events == ["helpers ready", "search"] and outcome.seconds["start-up"] == 7.5
+    monkeypatch.setattr(tuner.pipeline, "helpers_ready", lambda settings: 0.0)  # a later size: all were ready
+    assert "start-up" not in tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path),
+                                       compare=False).seconds

@@ -1,0 +1,55 @@
+"""tuner.start_up: the run's compile workers and first timing child are started ahead of its sizes and waited for
+before a size's search starts its clock; on the CPU (workers without a GPU driver, a child without a GPU)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from profiling import ProfilerChoice
+from profiling.external import PROFILERS
+from profiling.standby import STANDBY
+from tuner.compile import WORKER_PROCESSES
+from tuner.pipeline import TuneSettings
+from tuner.start_up import helpers_ready, start_helpers
+
+# as on a GPU: process workers compile ahead, a timing child in standby
+ON_A_GPU = TuneSettings(profiler=ProfilerChoice("host", "host"), num_threads=2)
+
+
+@pytest.fixture(autouse=True)
+def nothing_running(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    WORKER_PROCESSES.stop()
+    STANDBY.stop()
+    yield
+    WORKER_PROCESSES.stop()
+    STANDBY.stop()
+
+
+def test_helpers_start_without_waiting_and_are_waited_for_once():
+    starts = WORKER_PROCESSES.starts
+    start_helpers(ON_A_GPU)
+    assert WORKER_PROCESSES.running and STANDBY._child is not None
+    assert not WORKER_PROCESSES.wait_ready(0.0)  # start_helpers returned while they still start
+    assert helpers_ready(ON_A_GPU) > 0
+    assert WORKER_PROCESSES.wait_ready(0.0) and STANDBY.wait_ready(0.0)
+    assert helpers_ready(ON_A_GPU) == 0.0  # the next size waits for nothing
+    assert WORKER_PROCESSES.starts == starts + 1  # and starts nothing again
+
+
+def test_helpers_ready_starts_what_is_not_running():
+    assert helpers_ready(ON_A_GPU) > 0  # a size tuned without start_helpers ahead (a tuner.workers worker's first)
+    assert WORKER_PROCESSES.wait_ready(0.0) and STANDBY.wait_ready(0.0)
+
+
+@pytest.mark.parametrize("settings, workers, standby", [
+    (replace(ON_A_GPU, interpret=True), False, False),  # the interpreter compiles nothing; its children start fast
+    (replace(ON_A_GPU, compile_pool="thread"), False, True),
+    (replace(ON_A_GPU, precompile=False), False, True),  # --no_warmup: kernels compile in the timing child
+    (replace(ON_A_GPU, profiler=ProfilerChoice("nsys", "events", PROFILERS["nsys"])), True, False),  # wraps each child
+])
+def test_only_the_helpers_the_searches_use_are_started(settings, workers, standby):
+    start_helpers(settings)
+    assert WORKER_PROCESSES.running == workers and (STANDBY._child is not None) == standby
