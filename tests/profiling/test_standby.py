@@ -114,3 +114,15 @@ def test_a_child_started_ahead_is_taken_by_the_first_run(tmp_path):
     assert STANDBY.wait_ready(120.0)
     logged, _ = _run(tmp_path, "round0")
     assert list(dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(logged))))[:3] == ["imports", "ready", "job"]
+
+
+def test_a_child_waiting_for_another_key_is_replaced_and_one_for_the_same_key_kept():
+    standby = Standby()
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"}
+    standby.start(standby_key({}, "host"), env, PROJECT_ROOT, None)
+    first = standby._child
+    standby.start(standby_key({}, "host"), env, PROJECT_ROOT, None)
+    assert standby._child is first  # already waiting for this key
+    standby.start(standby_key({"X": "1"}, "host"), {**env, "X": "1"}, PROJECT_ROOT, None)  # e.g. another Triton cache
+    assert first.process.poll() is not None and standby._child.key == standby_key({"X": "1"}, "host")
+    standby.stop()
