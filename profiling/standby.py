@@ -76,11 +76,9 @@ class Standby:
     def start(self, key: tuple, env: dict[str, str], root: Path, preexec_fn) -> None:
         """Start a child in standby for `key` (env: its whole environment), unless one for `key` is already waiting;
         one waiting for another key is stopped (the next job could not take it)."""
-        if self._child is not None and self._child.process.poll() is None and self._child.key == key:
-            return
+        self._child = self.take(key)
         if self._child is not None:
-            _stop(self._child)
-            self._child = None
+            return
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="tune_gemm_standby_"))
         name = f"standby_{uuid.uuid4().hex[:12]}"
