@@ -15,6 +15,7 @@ since they take configs from several part modules (gen.parts).
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -76,28 +77,48 @@ def settle_helper_keys(module: ModuleType) -> int:
 
 
 class ModuleCache:
-    """Generated modules by path, each loaded when a config first needs it; safe to share between threads.
+    """Generated modules by path, each loaded when a config first needs it, and again once the file at its path
+    is another (a writer replaces a module whole, gen.write_module: `--benchmark` writes the module of each entry
+    at its size's path, so two configs of one size come one after the other from one path); safe to share between
+    threads.
 
     With a `limit`, only that many of the most recently used modules are kept (a compile worker that lives
     through a whole run would otherwise hold every part of every size, with the kernels it compiled)."""
 
     def __init__(self, limit: int | None = None):
-        self._modules: OrderedDict[str, ModuleType] = OrderedDict()
+        self._modules: OrderedDict[str, tuple[tuple | None, ModuleType]] = OrderedDict()
         self._lock = threading.Lock()
         self._limit = limit
 
     def get(self, path: str | Path) -> ModuleType:
         key = str(path)
-        module = self._modules.get(key)  # loaded already: no waiting on a thread that loads another module
-        if module is None:
+        version = file_version(key)
+        held = self._modules.get(key)  # loaded already: no waiting on a thread that loads another module
+        if held is None or not _current(held[0], version):
             with self._lock:
-                module = self._modules.get(key)
-                if module is None:
-                    module = self._modules[key] = load_module(key)
+                held = self._modules.get(key)
+                if held is None or not _current(held[0], version):
+                    held = self._modules[key] = (version, load_module(key))
+                    self._modules.move_to_end(key)
                     while self._limit and len(self._modules) > self._limit:
                         self._modules.popitem(last=False)
         elif self._limit:
             with self._lock:
                 if key in self._modules:
                     self._modules.move_to_end(key)
-        return module
+        return held[1]
+
+
+def file_version(path: str | Path) -> tuple | None:
+    """What tells one file at `path` from the next one written there: its inode (a replaced file has a new one),
+    modification time and size; None when there is no file (a module removed after it was loaded)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns, status.st_size
+
+
+def _current(loaded: tuple | None, now: tuple | None) -> bool:
+    # a module whose file has gone stays usable as loaded
+    return now is None or loaded == now

@@ -182,7 +182,7 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
             seconds["start-up"] = waited
         try:
             searched = run_search(module, [str(config) for config in visiting], scratch, settings, device, checkpoint,
-                                  stages, log, parts)
+                                  stages, log, parts, problem)
         except SearchFailed as failure:
             raise SizeFailed(str(failure)) from None
         seconds.update(searched.seconds)

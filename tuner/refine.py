@@ -116,8 +116,10 @@ def times_whole_space(configs: Sequence[Config], plan: RefinePlan) -> bool:
 
 def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan) -> list[Config]:
     """Round 1: the configs of the best shapes by their representatives' `times` (config name -> µs) that round 0
-    did not time, in the order of `configs`, then the other tile order of the near shapes (order_probes), in the
-    order of their representatives' times. Shapes whose representative has no time (it failed) are not refined."""
+    did not time, and the other tile order of the near shapes (order_probes), most promising first: fewest steps
+    from their representative (variant_steps), then the faster representative, then in the order of `configs`.
+    A budget that cuts round 1 (tuner.search) leaves the variants least likely to win. Shapes whose representative
+    has no time (it failed) are not refined."""
     grouped = shapes(configs)
     timed_shapes = {shape_of(Config.parse(name)): name for name in times}
     order = ranked({name: times[name] for name in timed_shapes.values()})
@@ -129,8 +131,19 @@ def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan
     chosen = {shape_named[name] for name in best}
     near_limit = times[order[0]] * (1 + plan.order_margin)
     near = [Config.parse(name) for name in order if shape_named[name] not in chosen and times[name] <= near_limit]
-    return [config for shape, members in grouped.items() if shape in chosen
-            for config in members if str(config) not in times] + order_probes(grouped, near, times, plan)
+    variants = [config for shape, members in grouped.items() if shape in chosen
+                for config in members if str(config) not in times] + order_probes(grouped, near, times, plan)
+    rank = {shape_named[name]: index for index, name in enumerate(order)}
+    representative = {shape: Config.parse(name) for shape, name in timed_shapes.items()}
+    return sorted(variants, key=lambda c: (variant_steps(c, representative[shape_of(c)]), rank[shape_of(c)]))
+
+
+def variant_steps(variant: Config, representative: Config) -> float:
+    """How far a variant lies from its shape's representative: a step per pipeline stage and per doubling of
+    GROUP_SIZE_M between them, and one for the other way of summing the partials."""
+    return (abs(variant.num_stages - representative.num_stages)
+            + abs(math.log2(variant.GROUP_SIZE_M) - math.log2(representative.GROUP_SIZE_M))
+            + (variant.FUSED_REDUCE != representative.FUSED_REDUCE))
 
 
 def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[Config], times: dict[str, float],

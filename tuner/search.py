@@ -20,6 +20,11 @@ timing: back-to-back times can rank configs otherwise (at 1024x5120x4096 the flu
 than the back-to-back one, H100, BENCHMARKS.md, twenty-eighth run), though at three sizes cut by a 40-second budget
 on an H200 the two picks ran within 0.9% of each other (fortieth run).
 The closing round is not kept in the checkpoint: a rerun resumes the cut rounds, whose finalists may differ.
+Refine's round 0 stops earlier, once all but a second reserve is spent as well (REFINING_SHARE of S, at most
+REFINING_MAX_SECONDS): round 1 then refines the best shapes round 0 sampled, their nearest variants first, until the
+finalist rounds' share is spent. A round 0 that ends before its reserve leaves round 1 the time it has, as without
+a budget. At sizes whose best config is not a representative (128x14336x4096 on an H200: five stages where the
+representative has four, BENCHMARKS.md, forty-first run), a budget that cut round 0 never timed it.
 
 The round that picks the winner times each launch right after an L2 flush by default (`--flush`,
 TuneSettings.flushes); the rounds before it time launches back to back, but for a size bound by memory
@@ -39,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from gen.parts import write_parts
 from profiling.job import ChildJob
 from profiling.postprocess import summarize
 from profiling.runner import ChildFailed, ChildOutcome, run_child
@@ -63,6 +69,11 @@ REFINE = RefinePlan()
 # on the H100 (BENCHMARKS.md, twenty-eighth run); a long budget needs no more than a short one.
 CLOSING_SHARE = 0.2
 CLOSING_MAX_SECONDS = 15.0
+# Refine's round 1 reserve when a budget cuts round 0: the variants of the best shapes sampled, nearest first. 6 s of
+# a 40-second budget cost round 0 about a fifth of its sample; round 1 timed 2-47 variants in them, and the picks of
+# six sizes ran 2.8% faster in geometric mean (H200, BENCHMARKS.md, forty-third run).
+REFINING_SHARE = 0.15
+REFINING_MAX_SECONDS = 10.0
 CUPTI_BATCH = 32  # configs per CUPTI profiler session: its start-up and record processing paid once per batch
 _SAVE_SECONDS = 0.5  # checkpoint at most this often while a child runs (and always when it ends)
 _SAVE_SHARE = 0.2  # ... and less often when reading the round's timings takes longer: at most this share of a core
@@ -84,6 +95,7 @@ class RoundRecord:
     final: bool  # the round whose times pick the winner, when it times any
     planned: int = 0  # configs the round set out to time
     closing: bool = False  # the closing round of a search a spent time budget cut short
+    cut_at: float | None = None  # seconds of the time budget at which the round was stopped; None: it ended whole
 
 
 @dataclass
@@ -138,6 +150,12 @@ def finalist_seconds(budget: float) -> float:
     """The share of a size's time budget the rounds that choose finalists may spend: all but the closing round's
     reserve."""
     return budget - min(CLOSING_SHARE * budget, CLOSING_MAX_SECONDS)
+
+
+def sample_seconds(budget: float) -> float:
+    """The share of a size's time budget refine's round 0 may spend: the finalist rounds' share but round 1's
+    reserve."""
+    return finalist_seconds(budget) - min(REFINING_SHARE * budget, REFINING_MAX_SECONDS)
 
 
 class _Budget:
@@ -296,13 +314,17 @@ class _RoundTimer:
 
 class _Search:
     def __init__(self, module: Path, names: list[str], scratch: Path, settings: TuneSettings,
-                 device: DeviceProfile, checkpoint: Checkpoint, stages: Stages, log, parts: Mapping[str, Path] | None):
+                 device: DeviceProfile, checkpoint: Checkpoint, stages: Stages, log, parts: Mapping[str, Path] | None,
+                 problem: GemmProblem | None):
         self.module, self.names, self.scratch, self.settings, self.parts = module, names, scratch, settings, parts
+        self.problem = problem
         self.device, self.checkpoint, self.stages, self.log = device, checkpoint, stages, log
         budget = settings.time_budget
         # the rounds that choose finalists, and the round that picks the winner (see the module docstring)
         self.budget = _Budget(None if budget is None else finalist_seconds(budget), scratch / "stop")
         self.final_budget = _Budget(budget, scratch / "stop_final", self.budget.started)
+        self.sample_budget = _Budget(None if budget is None else sample_seconds(budget), scratch / "stop_sample",
+                                     self.budget.started)  # refine's round 0, when it is not the final round
         self.closing: RoundState | None = None  # the closing round, when a spent budget made one
         self.compiled = CompileOutcome()
         self.failed: dict[str, str] = {}
@@ -314,7 +336,9 @@ class _Search:
         return round_spec(HALVING, index, field_size, self.settings.warmup, self.settings.iters)
 
     def budget_of(self, spec: RoundSpec) -> _Budget:
-        return self.final_budget if spec.final else self.budget
+        if spec.final:
+            return self.final_budget
+        return self.sample_budget if spec.index == 0 and self.settings.search == "refine" else self.budget
 
     def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None,
             tag: str = "") -> ChildJob:
@@ -394,6 +418,7 @@ class _Search:
         if not todo:
             state.complete = True
             return
+        self.regroup(spec.index, todo)
         timer = self.timer(spec, state, todo)
         timer.run(self.job(spec, 0, todo, state.matmul_us is None, None), self.scratch, self.settings, self.log)
         self.finish(timer, spec, state)
@@ -403,24 +428,39 @@ class _Search:
         timed side by side as the final round would time them. Its state is the search's own, not the checkpoint's."""
         spec = RoundSpec(index, self.settings.warmup, self.settings.iters, final=True)
         self.closing = RoundState(spec.warmup, spec.iters)
+        self.regroup(index, names)
         timer = self.timer(spec, self.closing, names, stage=f"time closing round {index}")
         timer.run(self.job(spec, 0, names, True, None, tag="closing"), self.scratch, self.settings, self.log)
         self.finish(timer, spec, self.closing)
         return RoundRecord(index, spec.warmup, spec.iters, len(self.closing.times), final=True, planned=len(names),
-                           closing=True)
+                           closing=True, cut_at=None if self.closing.complete else self.final_budget.seconds)
+
+    def regroup(self, index: int, names: list[str]) -> None:
+        """Round `index`'s configs written into part modules of their own (gen.parts), where the size has parts.
+        A round after round 0 takes configs from all over the size's parts (slices of its visiting order,
+        tuner.order), and each process compiling or timing them loads every part they come from, a fraction of a
+        second for each part of 256 kernels: on the H200 a closing round of 8 configs took 4-7 s, and a round 1 of
+        196 variants of 16x4096x4096 timed one config in 8.6 s. A config compiled already is found in Triton's cache
+        from its new part too (the key does not depend on the file, gen.parts)."""
+        if self.parts is None or self.problem is None or not names:
+            return
+        folder = self.scratch / f"round{index}_parts"
+        folder.mkdir(exist_ok=True)
+        self.parts = {**self.parts, **write_parts(self.problem, [Config.parse(name) for name in names], folder)}
 
     def record(self, spec: RoundSpec, names: list[str]) -> RoundRecord:
         """Round `spec` as it ended, having set out to time `names`."""
         state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
-        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final, planned=len(names))
+        return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final, planned=len(names),
+                           cut_at=None if state.complete else self.budget_of(spec).seconds)
 
     def stops_after(self, spec: RoundSpec) -> bool:
         """No round after this one: it was the last, the time budget is spent, or it was cut short."""
         return spec.final or self.budget.spent or not self.checkpoint.rounds[spec.index].complete
 
     def closed(self, records: list[RoundRecord], finalists: list[str]) -> list[RoundRecord]:
-        """`records`, and a closing round over `finalists` when the budget cut the search before its final round."""
-        if not self.budget.spent or not finalists:
+        """`records` of a search the budget cut before its final round, and a closing round over `finalists`."""
+        if not finalists:
             return records
         return records + [self.closing_round(records[-1].index + 1, finalists)]
 
@@ -455,15 +495,15 @@ class _Search:
         self.first_round(specs[0], shapes)
         records = [self.record(specs[0], shapes)]
         first = self.checkpoint.rounds[0]
-        if self.stops_after(specs[0]):
-            return self.closed(records, finalists(first.times, REFINE))
+        # a round 0 the budget cut still has its best shapes refined, in round 1's reserve (see the module docstring)
         second = self.checkpoint.round(1, warmup, iters)
         variants = [str(config) for config in refined(configs, first.times, REFINE)]
+        self.regroup(1, variants)
         self.compiling_round(specs[1], second, variants)
         records.append(self.record(specs[1], variants))
-        if self.stops_after(specs[1]):
-            return self.closed(records, finalists({**first.times, **second.times}, REFINE))
         fastest = finalists({**first.times, **second.times}, REFINE)
+        if not first.complete or self.stops_after(specs[1]):
+            return self.closed(records, fastest)
         self.later_round(specs[2], fastest)
         records.append(self.record(specs[2], fastest))
         return records
@@ -479,7 +519,7 @@ class _Search:
         pick = refine_times if self.settings.search == "refine" else final_times
         closing = self.closing.times if self.closing else {}
         times = closing or pick([state.times for state in rounds])
-        spent = self.budget.spent or self.final_budget.spent
+        spent = self.sample_budget.spent or self.budget.spent or self.final_budget.spent
         if not times and spent:
             raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed"
                                + runtime_failures(self.failed))
@@ -496,11 +536,13 @@ class _Search:
         matmul = next((s.matmul_us for s in reversed(measured) if s.matmul_us is not None), None)
         note = None
         if closing:
-            cut = records[-2]
-            note = (f"time budget of {self.settings.time_budget:g} s spent: the search stopped at "
-                    f"{finalist_seconds(self.settings.time_budget):g} s in round {cut.index} ({cut.configs} of its "
-                    f"{cut.planned} configs timed, {self.checkpoint.timed()} of {len(self.names)} in all), winner "
-                    f"picked from the {len(times)} fastest timed again in a closing round")
+            ended = ", ".join(f"round {r.index} " + (f"stopped at {r.cut_at:g} s ({r.configs} of its {r.planned} "
+                                                     f"configs timed)" if r.cut_at is not None
+                                                     else f"timed all its {r.planned} configs")
+                              for r in records[:-1] if r.planned)
+            note = (f"time budget of {self.settings.time_budget:g} s spent: {ended}; {self.checkpoint.timed()} of "
+                    f"{len(self.names)} configs timed in all, winner picked from the {len(times)} fastest timed "
+                    f"again in a closing round")
         elif spent:
             timed_rounds = [str(i) for i, state in enumerate(rounds) if state.times]
             source = next((f"round {i}" for i, s in enumerate(rounds) if s.times is times),
@@ -527,10 +569,11 @@ def runtime_failures(failed: Mapping[str, str], shown: int = 3) -> str:
 
 
 def run_search(module: Path, names: list[str], scratch: Path, settings: TuneSettings, device: DeviceProfile,
-               checkpoint: Checkpoint, stages: Stages, log=print, parts: Mapping[str, Path] | None = None
-               ) -> SearchOutcome:
+               checkpoint: Checkpoint, stages: Stages, log=print, parts: Mapping[str, Path] | None = None,
+               problem: GemmProblem | None = None) -> SearchOutcome:
     """Compile and time `names` (configs of `module`, each loaded from its part in `parts` when there is one,
-    gen.parts) as `settings.search` says; see the module docstring."""
+    gen.parts) as `settings.search` says; see the module docstring. With `problem` (the size `module` is
+    generated for) the rounds after the first load their configs from parts of their own."""
     if settings.search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {settings.search!r}")
-    return _Search(module, names, scratch, settings, device, checkpoint, stages, log, parts).run()
+    return _Search(module, names, scratch, settings, device, checkpoint, stages, log, parts, problem).run()

@@ -106,3 +106,33 @@ def test_a_module_cache_with_a_limit_keeps_the_most_recently_used_modules(tmp_pa
     for path in paths * 2:
         unlimited.get(path)
     assert len(loaded) == 4 + 3
+
+
+def test_a_module_cache_loads_a_module_again_once_another_file_is_written_at_its_path(tmp_path, monkeypatch):
+    import gen.loader
+
+    size = problem(32, 32, 32)
+    first_path = write_module(size, [SHARED], tmp_path)
+    loaded, real = [], gen.loader.load_module
+    monkeypatch.setattr(gen.loader, "load_module", lambda path: loaded.append(path) or real(path))
+    cache = gen.loader.ModuleCache(limit=2)
+    first = cache.get(first_path)
+    assert cache.get(first_path) is first and len(loaded) == 1  # the same file: loaded once
+    other = OTHERS[0]
+    assert write_module(size, [other], tmp_path) == first_path  # --benchmark: the next entry of the same size
+    second = cache.get(first_path)
+    assert second is not first and len(loaded) == 2
+    assert kernel_name(other) in vars(second) and kernel_name(other) not in vars(first)
+    first_path.unlink()  # removed once its size is done: what was loaded stays usable
+    assert cache.get(first_path) is second and len(loaded) == 2
+
+
+def test_file_versions_tell_a_replaced_file_from_the_one_before(tmp_path):
+    import gen.loader
+
+    path = write_module(problem(32, 32, 32), [SHARED], tmp_path)
+    before = gen.loader.file_version(path)
+    assert before is not None and gen.loader.file_version(path) == before
+    write_module(problem(32, 32, 32), [SHARED], tmp_path)  # the same text, written again: another file
+    assert gen.loader.file_version(path) != before
+    assert gen.loader.file_version(tmp_path / "none.py") is None

@@ -1,5 +1,6 @@
 """On a GPU (`pytest -m gpu`, device machine): --benchmark over a file written in the ROCm script's styles,
-its report as a --reference (a pass and a forced regression), and --config_str with a ROCm-printed name."""
+its report as a --reference (a pass and a forced regression), two configs of one size in one file, and --config_str
+with a ROCm-printed name."""
 
 from __future__ import annotations
 
@@ -77,3 +78,18 @@ def test_config_str_with_a_rocm_printed_name(capsys):
                  "--iters", "50"]) == 0
     out = capsys.readouterr().out
     assert out.count("note:") == 1 and "PASS 512x512x512 fp16->fp16 TT BM64_BN64_BK64_GM4_SK1_nW4_nS2: " in out
+
+
+def test_two_configs_of_one_size_are_each_compiled_and_run(tmp_path, capsys):
+    # each entry's module is written at its size's path: the compile worker, which lives through the run, must load
+    # the second one, not the first it holds (it failed with "does not compile: KeyError" when it did)
+    size = {"M": 512, "N": 1024, "K": 256, "rowMajorA": "T", "rowMajorB": "T", "GROUP_SIZE_M": 1, "SPLIT_K": 1,
+            "num_warps": 4, "num_stages": 3, "BLOCK_SIZE_K": 64}
+    entries = [{**size, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64}, {**size, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64}]
+    sizes, report = tmp_path / "two.yaml", tmp_path / "report.yaml"
+    sizes.write_text(yaml.safe_dump(entries))
+    assert main(["--gemm_size_file", str(sizes), "--benchmark", "--iters", "20", "--benchmark_results_file",
+                 str(report)]) == 0
+    written = yaml.safe_load(report.read_text())
+    assert [e["BLOCK_SIZE_M"] for e in written] == [64, 128] and all(e["correct"] is True for e in written), written
+    assert "does not compile" not in capsys.readouterr().out

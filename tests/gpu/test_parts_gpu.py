@@ -3,8 +3,9 @@
 - a binary compiled from a part module is found in Triton's cache from the whole module and from a part of
   another slicing (no new cache entry);
 - the 1024³ fp16 space (about 9000 configs on the H100) starts compiling and timing at once: under a 60-second
-  budget many configs are timed (before part modules, the first config compiled only after 41 s), and the budget
-  that cut the search leaves time for its closing round, whose flushed times pick the winner.
+  budget many configs are timed (before part modules, the first config compiled only after 41 s), round 1 refines
+  the best shapes round 0 sampled, and the budget that cut the search leaves time for its closing round, whose
+  flushed times pick the winner.
 """
 
 from __future__ import annotations
@@ -63,4 +64,7 @@ def test_the_1024_cube_space_starts_timing_at_once(tmp_path):
     assert outcome.searched.timed >= 100
     closing = outcome.searched.rounds[-1]
     assert closing.closing and closing.configs >= 2 and outcome.searched.flushed, outcome.searched.rounds
+    # round 0 stopped at 39 s, leaving round 1 its reserve to refine the best shapes it sampled
+    sampled, refined = outcome.searched.rounds[:2]
+    assert sampled.cut_at == 39.0 and refined.index == 1 and refined.configs >= 1, outcome.searched.rounds
     assert outcome.check_error is not None and outcome.check_error <= problem(1024, 1024, 1024).dtype_a.tolerance

@@ -4,7 +4,7 @@
 - a second size sharing the first one's binaries finds them in Triton's cache (gen.loader);
 - halving and refine pick the exhaustive winner, or one within a few percent of it, on a real space;
 - the timing child finds every kernel the compile workers built (one cache entry per kernel), split-K reduction
-  kernels and fused reductions too.
+  kernels and fused reductions too, and refine's later rounds find them from the parts written for those rounds.
 """
 
 from __future__ import annotations
@@ -102,6 +102,25 @@ def test_the_timing_child_builds_no_kernel_the_compile_workers_built(tmp_path, m
     cache = tmp_path / "triton_cache"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
     outcome, _ = _tune(tmp_path, size, space=space)
+    _assert_each_kernel_built_once(cache, outcome)
+
+
+STAGED = RangeSpace(block_m=(64, 128), block_n=(128, 256), block_k=(64,), group_m=(1, 8), split_k=(1,),
+                    num_warps=(4, 8), num_stages=(3, 4))  # shapes of up to 4 variants: refine runs its three rounds
+
+
+def test_later_rounds_load_their_configs_from_parts_of_their_own_and_find_the_binaries_built(tmp_path, monkeypatch):
+    # rounds 1 and 2 load their configs from parts written for them (tuner.search, regroup): round 2's finalists
+    # were compiled from other modules, and a second cache entry would be the child building one again
+    cache = tmp_path / "triton_cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    outcome, _ = _tune(tmp_path, (4096, 4096, 4096), space=STAGED, search="refine")
+    assert [r.index for r in outcome.searched.rounds] == [0, 1, 2], outcome.searched.rounds
+    assert all(r.configs for r in outcome.searched.rounds), outcome.searched.rounds
+    _assert_each_kernel_built_once(cache, outcome)
+
+
+def _assert_each_kernel_built_once(cache, outcome) -> None:
     entries: dict[str, int] = {}
     for metadata in cache.glob("*/*.json"):
         if not metadata.name.startswith("__grp__"):

@@ -13,8 +13,8 @@ from helpers import problem
 from prune import RangeSpace, prune
 from prune.config import ATOMIC_REDUCE, Config
 from prune.device import INTERPRETER_PROFILE
-from tuner.refine import (ATOMIC_REDUCE_MIN_SPLIT, FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined, representatives,
-                          shape_of, shapes, times_whole_space)
+from tuner.refine import (ATOMIC_REDUCE_MIN_SPLIT, FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined,
+                          representatives, shape_of, shapes, times_whole_space, variant_steps)
 
 PLAN = RefinePlan(stages=4, group_m=8, keep=2, margin=0.03, max_keep=3, final=3)
 
@@ -95,7 +95,28 @@ def test_refinement_covers_every_other_variant_of_the_best_shapes_only():
     more = refined(configs, times, PLAN)
     assert {c.BLOCK_SIZE_M for c in more} == {32, 128}
     assert len(more) == 2 * (16 - 1) and not set(map(str, more)) & set(times)
-    assert more == [c for c in configs if c in set(more)]  # in the order given
+
+
+def test_refinement_times_the_variants_nearest_their_representative_first_the_faster_shape_first_on_a_tie():
+    configs = [config for bm in (16, 32, 64) for config in _variants(bm, 64)]
+    reps = representatives(configs, PLAN)
+    more = refined(configs, _timed(reps, [50.0, 10.0, 11.0]), PLAN)  # BM32 then BM64: (4 stages, GROUP_SIZE_M 8)
+    steps = [variant_steps(c, next(r for r in reps if shape_of(r) == shape_of(c))) for c in more]
+    assert steps == sorted(steps) and steps[0] == 1 and steps[-1] == 2 + 3  # 2 stages, GROUP_SIZE_M 1
+    assert [(c.BLOCK_SIZE_M, c.num_stages, c.GROUP_SIZE_M) for c in more[:8]] == [
+        (32, 3, 8), (32, 4, 4), (32, 4, 16), (32, 5, 8), (64, 3, 8), (64, 4, 4), (64, 4, 16), (64, 5, 8)]
+    # a budget that cuts round 1 early has timed the deeper pipeline of the best shapes, not their row-by-row walk
+    assert (32, 4, 1) not in [(c.BLOCK_SIZE_M, c.num_stages, c.GROUP_SIZE_M) for c in more[:8]]
+
+
+@pytest.mark.parametrize(("variant", "steps"), [
+    (Config(64, 64, 64, GROUP_SIZE_M=8, num_stages=5), 1), (Config(64, 64, 64, GROUP_SIZE_M=1, num_stages=4), 3),
+    (Config(64, 64, 64, GROUP_SIZE_M=16, num_stages=2), 3), (Config(64, 64, 64, GROUP_SIZE_M=8, num_stages=4), 0),
+    (Config(64, 64, 64, GROUP_SIZE_M=8, num_stages=4, SPLIT_K=2, FUSED_REDUCE=1), 1),
+])
+def test_variant_steps_count_stages_doublings_of_the_group_and_the_way_partials_are_summed(variant, steps):
+    representative = Config(64, 64, 64, GROUP_SIZE_M=8, num_stages=4, SPLIT_K=variant.SPLIT_K)
+    assert variant_steps(variant, representative) == steps
 
 
 def test_near_ties_are_refined_beyond_keep_but_never_past_max_keep():
@@ -134,7 +155,7 @@ def test_a_probe_keeps_the_representatives_partial_sums_and_the_nearest_stages_a
     assert [(r.GROUP_SIZE_M, r.num_stages, r.FUSED_REDUCE) for r in reps[1:]] == [(8, 3, 1), (1, 4, 0)]
     more = refined(configs, _timed(reps, [10.0, 11.0, 11.0]), replace(PLAN, keep=1, max_keep=1))
     assert [(c.BLOCK_SIZE_M, c.GROUP_SIZE_M, c.num_stages, c.FUSED_REDUCE) for c in more] == [
-        (32, 1, 4, 0), (64, 2, 3, 1)]  # BM32's other variant, then the split's probe; BM128 has no other order
+        (64, 2, 3, 1), (32, 1, 4, 0)]  # the split's probe (two steps), BM32's other variant (three); none for BM128
 
 
 def test_a_shape_whose_representative_has_no_time_is_not_refined():

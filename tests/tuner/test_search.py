@@ -4,10 +4,13 @@ chunks, the time budget, and resuming from the checkpoint an interrupted run lef
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 from helpers import problem
 
+from gen.naming import kernel_name
 from profiling import ProfilerChoice
 from profiling.faults import ENV_VAR
 from prune import prune
@@ -91,6 +94,21 @@ def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalis
     assert [job.cache_flush for job in jobs] == [False, False, True] and outcome.searched.flushed
 
 
+def test_rounds_after_the_first_load_their_configs_from_parts_of_their_own(tmp_path, monkeypatch, jobs):
+    # round 0 loads each config from the size's parts, slices of its visiting order; a later round's few configs
+    # come from all over them, so they are written again, together, and loaded from there
+    monkeypatch.setattr(search, "REFINE", REFINE)
+    outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final", keep=True)  # parts kept
+    first, second, final = jobs
+    assert {Path(path).parent.name for path in first.parts.values()} == {"tune323232"}
+    for job, folder in ((second, "round1_parts"), (final, "round2_parts")):
+        assert sorted(job.parts) == sorted(job.time_configs)
+        assert {Path(path).parent.name for path in job.parts.values()} == {folder}
+        held = "\n".join(Path(path).read_text() for path in set(job.parts.values()))
+        assert all(f"def {kernel_name(Config.parse(name))}(" in held for name in job.time_configs)
+    assert str(outcome.winner) in final.time_configs and outcome.searched.rounds[2].configs == len(final.time_configs)
+
+
 def test_refine_times_a_space_of_one_config_per_shape_whole_in_one_child(tmp_path, jobs):
     outcome = _tune(tmp_path, search="refine")  # SPACE: 8 configs, each its own shape
     assert len(jobs) == 1 and len(jobs[0].time_configs) == 8
@@ -114,32 +132,52 @@ def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side
         (0, False, False), (1, False, False), (2, True, True)]
     cut = outcome.searched.rounds[1]
     assert cut.planned == len(second.time_configs) and 1 <= cut.configs <= cut.planned
-    assert outcome.searched.note.startswith(f"time budget of 1000 s spent: the search stopped at 985 s in round 1 "
-                                            f"({cut.configs} of its {cut.planned} configs timed, ")
-    assert outcome.searched.note.endswith("winner picked from the 3 fastest timed again in a closing round")
+    assert cut.cut_at == 985.0 and outcome.searched.rounds[0].cut_at is None
+    assert outcome.searched.note == (
+        f"time budget of 1000 s spent: round 0 timed all its 8 configs, round 1 stopped at 985 s ({cut.configs} of "
+        f"its {cut.planned} configs timed); {8 + cut.configs} of 24 configs timed in all, winner picked from the 3 "
+        f"fastest timed again in a closing round")
     # a rerun resumes round 1, whose finalists may change: the closing round is not in the checkpoint
     assert len(Checkpoint.open(tmp_path, PROBLEM.file_tag, _key(outcome)).rounds) == 2
 
 
-def test_a_budget_spent_in_the_first_refine_round_closes_with_its_fastest(tmp_path, monkeypatch, jobs):
+def test_a_budget_spent_in_the_first_refine_round_still_refines_the_best_shapes_it_timed(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
-    _spend_after(monkeypatch, 2)
+    _spend_after(monkeypatch, 3, sample=True)  # round 0 stops at 975 s of 1000: round 1 has until 985
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
-    first, closing = jobs
-    assert 2 <= len(closing.time_configs) <= REFINE.final and set(closing.time_configs) <= set(first.time_configs)
-    assert [(r.index, r.planned, r.closing) for r in outcome.searched.rounds] == [
-        (0, len(first.time_configs), False), (1, len(closing.time_configs), True)]
-    assert "stopped at 985 s in round 0 (" in outcome.searched.note and outcome.searched.flushed
+    first, second, closing = jobs
+    assert first.stop_path.endswith("stop_sample") and second.stop_path.endswith("stop")
+    timed_first = Checkpoint.open(tmp_path, PROBLEM.file_tag, _key(outcome)).rounds[0].times
+    shapes_timed = {shape_of(Config.parse(name)) for name in timed_first}
+    cut, refined = outcome.searched.rounds[:2]
+    assert 3 <= cut.configs == len(timed_first) < cut.planned == 8 and cut.cut_at == pytest.approx(975.0)
+    # round 1: the other variants of the best two shapes among those round 0 timed
+    assert refined.cut_at is None and refined.configs == refined.planned == len(second.time_configs) == 2 * 2
+    assert {shape_of(Config.parse(name)) for name in second.time_configs} <= shapes_timed
+    assert len({shape_of(Config.parse(name)) for name in second.time_configs}) == 2
+    # a round 0 cut short ends in the closing round, not round 2: its finalists may change when a rerun resumes it
+    assert set(closing.time_configs) <= set(first.time_configs) | set(second.time_configs)
+    assert len(closing.time_configs) == REFINE.final and [job.cache_flush for job in jobs] == [False, False, True]
+    assert [(r.index, r.closing) for r in outcome.searched.rounds] == [(0, False), (1, False), (2, True)]
+    assert outcome.searched.note.startswith(f"time budget of 1000 s spent: round 0 stopped at 975 s ({cut.configs} "
+                                            f"of its 8 configs timed), round 1 timed all its 4 configs; ")
+    assert outcome.searched.flushed and str(outcome.winner) in closing.time_configs
+
+
+@pytest.mark.parametrize("budget, sample_seconds", [(40.0, 26.0), (130.0, 105.0), (1.0, 0.65)])
+def test_refine_round_0_leaves_round_1_a_reserve_of_fifteen_percent_at_most_ten_seconds(budget, sample_seconds):
+    assert search.sample_seconds(budget) == pytest.approx(sample_seconds)
 
 
 def test_a_closing_round_cut_by_the_whole_budget_picks_from_the_rounds_before(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
-    _spend_after(monkeypatch, 2)
+    _spend_after(monkeypatch, 2, sample=True)
     _spend_after(monkeypatch, 0, final=True)  # the closing round has no time left when it starts
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
-    assert len(jobs) == 2 and set(outcome.timings["config"]) <= set(jobs[0].time_configs)
-    assert "configs timed in round 0 (" in outcome.searched.note  # the closing round timed nothing
-    assert not outcome.searched.flushed  # picked from round 0, timed back to back
+    first, second = Checkpoint.open(tmp_path, PROBLEM.file_tag, _key(outcome)).rounds
+    assert len(jobs) == 3 and set(outcome.timings["config"]) == set(first.times) | set(second.times)
+    assert "configs timed in rounds 0 and 1 (" in outcome.searched.note  # the closing round timed nothing
+    assert not outcome.searched.flushed  # picked from rounds 0 and 1, timed back to back
 
 
 def test_a_budget_spent_in_a_halving_round_closes_with_its_fastest(tmp_path, monkeypatch, jobs):
@@ -187,17 +225,18 @@ def test_jobs_split_the_configs_into_child_runs(tmp_path, jobs):
     assert len(outcome.timings) == 8 and all(job.iters == 4 for job in jobs)
 
 
-def _spend_after(monkeypatch, done: int, round_index: int = 0, final: bool = False) -> None:
-    """The time budget of the rounds that choose finalists (`final`: of the round that picks the winner) runs out
-    once `done` configs of round `round_index` are timed, instead of after so many seconds."""
+def _spend_after(monkeypatch, done: int, round_index: int = 0, final: bool = False, sample: bool = False) -> None:
+    """The time budget of the rounds that choose finalists (`final`: of the round that picks the winner, `sample`:
+    of refine's round 0) runs out once `done` configs of round `round_index` are timed, instead of after so many
+    seconds."""
     real = search._Budget.check
-    watched = "stop_final" if final else "stop"
+    watched = "stop_final" if final else "stop_sample" if sample else "stop"
 
     def check(budget):
         progress = budget.stop_path.parent / f"progress{round_index}_0.txt"
         if (budget.stop_path.name == watched and progress.exists()
                 and progress.read_text().count("done ") >= done):
-            budget.seconds = 0.0
+            budget.started = time.perf_counter() - budget.seconds  # its seconds have passed
         real(budget)
 
     monkeypatch.setattr(search._Budget, "check", check)
