@@ -64,8 +64,15 @@ class TuneSettings:
     def standby_children(self) -> bool:
         """Whether each timing child starts the next one in standby (profiling.standby): on a GPU, where a child's
         start-up is seconds of imports and profiler start-up; not under the interpreter, whose children start
-        quickly and whose machines (CI) have few cores to spare."""
-        return not self.interpret
+        quickly and whose machines (CI) have few cores to spare, nor under an external profiler, which starts
+        each child itself."""
+        return not self.interpret and self.profiler.external is None
+
+    @property
+    def compile_workers(self) -> bool:
+        """Whether the searches compile in the run's worker processes (tuner.compile.WORKER_PROCESSES): with the
+        compile stage (not --no_warmup) and the process pool, and not under the interpreter, which builds nothing."""
+        return not self.interpret and self.precompile and self.compile_pool == "process"
 
     def __post_init__(self) -> None:
         if self.cache_flush not in FLUSHES:

@@ -26,19 +26,12 @@ if TYPE_CHECKING:
 READY_TIMEOUT = 300.0
 
 
-def _helpers(settings: TuneSettings) -> tuple[bool, bool]:
-    """Which helpers the run's searches use: (process compile workers, a timing child started in standby)."""
-    workers = not settings.interpret and settings.precompile and settings.compile_pool == "process"
-    standby = settings.standby_children and settings.profiler.external is None
-    return workers, standby
-
-
 def start_helpers(settings: TuneSettings) -> None:
-    """Start the helpers the run's searches use, those not running yet, without waiting for them."""
-    workers, standby = _helpers(settings)
-    if workers:
+    """Start the helpers the run's searches use (TuneSettings.compile_workers, .standby_children), those not
+    running yet, without waiting for them."""
+    if settings.compile_workers:
         WORKER_PROCESSES.get(settings.num_threads)
-    if standby:
+    if settings.standby_children:
         start_standby(settings.child_env, settings.profiler.timer, settings.interpret)
 
 
@@ -46,8 +39,8 @@ def helpers_ready(settings: TuneSettings, timeout: float = READY_TIMEOUT) -> flo
     """Start the helpers not running yet and wait until all are ready, at most `timeout` seconds; the seconds
     waited (0.0 when all were ready)."""
     start_helpers(settings)
-    workers, standby = _helpers(settings)
-    waits = [wait for wait, used in ((WORKER_PROCESSES.wait_ready, workers), (STANDBY.wait_ready, standby)) if used]
+    waits = [wait for wait, used in ((WORKER_PROCESSES.wait_ready, settings.compile_workers),
+                                     (STANDBY.wait_ready, settings.standby_children)) if used]
     if all(wait(0.0) for wait in waits):
         return 0.0
     started = time.perf_counter()

@@ -51,5 +51,6 @@ def test_helpers_ready_starts_what_is_not_running():
     (replace(ON_A_GPU, profiler=ProfilerChoice("nsys", "events", PROFILERS["nsys"])), True, False),  # wraps each child
 ])
 def test_only_the_helpers_the_searches_use_are_started(settings, workers, standby):
+    assert (settings.compile_workers, settings.standby_children) == (workers, standby)  # tuner.pipeline's say
     start_helpers(settings)
     assert WORKER_PROCESSES.running == workers and (STANDBY._child is not None) == standby
