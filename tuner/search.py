@@ -432,8 +432,7 @@ class _Search:
         timer = self.timer(spec, self.closing, names, stage=f"time closing round {index}")
         timer.run(self.job(spec, 0, names, True, None, tag="closing"), self.scratch, self.settings, self.log)
         self.finish(timer, spec, self.closing)
-        return RoundRecord(index, spec.warmup, spec.iters, len(self.closing.times), final=True, planned=len(names),
-                           closing=True, cut_at=None if self.closing.complete else self.final_budget.seconds)
+        return self.record(spec, names, self.closing)
 
     def regroup(self, index: int, names: list[str]) -> None:
         """Round `index`'s configs written into part modules of their own (gen.parts), where the size has parts.
@@ -448,11 +447,11 @@ class _Search:
         folder.mkdir(exist_ok=True)
         self.parts = {**self.parts, **write_parts(self.problem, [Config.parse(name) for name in names], folder)}
 
-    def record(self, spec: RoundSpec, names: list[str]) -> RoundRecord:
-        """Round `spec` as it ended, having set out to time `names`."""
-        state = self.checkpoint.round(spec.index, spec.warmup, spec.iters)
+    def record(self, spec: RoundSpec, names: list[str], closing: RoundState | None = None) -> RoundRecord:
+        """Round `spec` as it ended, having set out to time `names`: the checkpoint's round, or the `closing` one."""
+        state = closing if closing is not None else self.checkpoint.round(spec.index, spec.warmup, spec.iters)
         return RoundRecord(spec.index, spec.warmup, spec.iters, len(state.times), spec.final, planned=len(names),
-                           cut_at=None if state.complete else self.budget_of(spec).seconds)
+                           closing=closing is not None, cut_at=None if state.complete else self.budget_of(spec).seconds)
 
     def stops_after(self, spec: RoundSpec) -> bool:
         """No round after this one: it was the last, the time budget is spent, or it was cut short."""
