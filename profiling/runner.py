@@ -100,16 +100,16 @@ def _child_env(interpret: bool, extra: dict[str, str]) -> dict[str, str]:
 _PREEXEC = die_with_parent if sys.platform == "linux" else None  # what a child runs before exec
 
 
-def start_standby(extra_env: dict[str, str], timer: str, interpret: bool) -> None:
-    """Start in standby the child that the next job run with `extra_env` and `timer` (no external profiler) takes
-    over, unless one is waiting already."""
+def start_standby(extra_env: dict[str, str], timer: str, interpret: bool, count: int = 1) -> None:
+    """Start in standby the children that the next jobs run with `extra_env` and `timer` (no external profiler)
+    take over, until `count` are waiting."""
     env = _child_env(interpret, extra_env)
-    STANDBY.start(standby_key(env, timer), env, PROJECT_ROOT, _PREEXEC)
+    STANDBY.start(standby_key(env, timer), env, PROJECT_ROOT, _PREEXEC, count)
 
 
-def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: bool) -> tuple[subprocess.Popen, Path]:
-    """The child for the saved job: the one in standby when it was started for the same environment and timer,
-    else a new one; then, with `standby`, the next one starts in standby. Returns (process, its output file)."""
+def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int) -> tuple[subprocess.Popen, Path]:
+    """The child for the saved job: the oldest in standby started for the same environment and timer, else a new
+    one; then children start in standby until `standby` wait. Returns (process, its output file)."""
     env = _child_env(interpret, job.env)
     key = standby_key(env, job.timer)
     waiting = STANDBY.take(key) if standby and wrap is None else None
@@ -123,12 +123,12 @@ def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: bool)
             child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT, env=env, stdout=output,
                                      stderr=subprocess.STDOUT, preexec_fn=_PREEXEC)
     if standby and wrap is None:
-        start_standby(job.env, job.timer, interpret)
+        start_standby(job.env, job.timer, interpret, standby)
     return child, output_path
 
 
 def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
-              wrap=None, watch: Callable[[], None] | None = None, standby: bool = False) -> tuple[int, str]:
+              wrap=None, watch: Callable[[], None] | None = None, standby: int = 0) -> tuple[int, str]:
     """Run one child (wrapped in a profiler's command) to its end, calling watch() as it goes; returns
     (exit code, last lines of its output). A hang is killed: no progress, and no config ready for it either
     (a streaming child waits on its ready file, profiling.stream, while the tuner compiles)."""
@@ -168,10 +168,11 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
 
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,
               profiler: ExternalProfiler | None = None, watch: Callable[[], None] | None = None,
-              standby: bool = False) -> ChildOutcome:
+              standby: int = 0) -> ChildOutcome:
     """Run `job` in child processes until every config is done or known to fail (or, with job.stop_path, until
-    a stop is requested). watch() is called every few milliseconds while a child runs. With `standby`, each
-    child takes over the one started in standby during the previous child, if it fits (profiling.standby).
+    a stop is requested). watch() is called every few milliseconds while a child runs. With `standby` (a count),
+    each child takes over the oldest started in standby during earlier children, if it fits, and `standby` are
+    kept waiting (profiling.standby).
 
     With an external profiler, each child runs under it and the kernel records it wrote are parsed
     and appended to job.csv_path once all children are done."""

@@ -1,14 +1,17 @@
-"""A timing child started ahead of its job, so that the next child's start-up overlaps the current child's work.
+"""Timing children started ahead of their jobs, so that the next child's start-up overlaps the current child's work.
 
 Measured on the H100 machine (BENCHMARKS.md, sixth run), a timing child spends 6-8 s importing torch and the
 tuner and about 6 s more opening its first profiler session before it times anything: most of a refine round
 of 8 or 52 configs. So while one child runs, the runner starts the next one in standby
 (`python -m profiling.child --standby GO TIMER`): it imports, makes its GPU context and opens and closes one
-session of the timer, then waits for GO to name its job file. The runner's next child takes it over when its
-environment matches (same variables, same timer, no external profiler wrapping it), else stops it and starts
-a fresh one. One standby at most per tuner process; it is stopped at exit, and dies with the tuner (kill -9
-included) like any child. Once warm it creates its ready file, so that a tuner can wait for it
-(tuner.start_up: the first child of a run is started ahead of the first size and waited for).
+session of the timer, then waits for GO to name its job file. The runner's next child takes over the oldest one
+waiting when its environment matches (same variables, same timer, no external profiler wrapping it); one started
+for another environment is stopped and a fresh one started. The runner keeps as many waiting as it is asked
+(TuneSettings.standby_children): one, or two where a round may last less than a child's start-up (a round cut
+by a time budget: its standby, started with it, was not warm when the round after it began, BENCHMARKS.md,
+forty-fourth run). They are stopped at exit, and die with the tuner (kill -9 included) like any child. Once warm
+a child creates its ready file, so that a tuner can wait for it (tuner.start_up: the first child of a run is
+started ahead of the first size and waited for).
 """
 
 from __future__ import annotations
@@ -58,27 +61,38 @@ def standby_key(env: dict[str, str], timer: str) -> tuple:
 
 
 class Standby:
-    """The tuner process's one child in standby."""
+    """The tuner process's children in standby, oldest first."""
 
     def __init__(self):
-        self._child: StandbyChild | None = None
-        self._directory: Path | None = None  # its files: not in a round's scratch folder, which may go first
+        self._children: list[StandbyChild] = []
+        self._directory: Path | None = None  # their files: not in a round's scratch folder, which may go first
+
+    @property
+    def waiting(self) -> list[StandbyChild]:
+        return list(self._children)
 
     def take(self, key: tuple) -> StandbyChild | None:
-        """The child in standby if it is alive and was started for `key`; else None (and it is stopped)."""
-        child, self._child = self._child, None
-        if child is not None and child.key == key and child.process.poll() is None:
-            return child
-        if child is not None:
-            _stop(child)
-        return None
+        """The oldest child in standby that is alive and was started for `key`, or None; the children that could
+        never be taken (ended, or started for another key) are stopped."""
+        self._keep(key)
+        return self._children.pop(0) if self._children else None
 
-    def start(self, key: tuple, env: dict[str, str], root: Path, preexec_fn) -> None:
-        """Start a child in standby for `key` (env: its whole environment), unless one for `key` is already waiting;
-        one waiting for another key is stopped (the next job could not take it)."""
-        self._child = self.take(key)
-        if self._child is not None:
-            return
+    def start(self, key: tuple, env: dict[str, str], root: Path, preexec_fn, count: int = 1) -> None:
+        """Start children in standby for `key` (env: their whole environment) until `count` are waiting; those
+        waiting for another key are stopped (the next job could not take them)."""
+        self._keep(key)
+        while len(self._children) < count:
+            self._children.append(self._spawn(key, env, root, preexec_fn))
+
+    def _keep(self, key: tuple) -> None:
+        """Stop the children that ended or were started for another key."""
+        kept = [child for child in self._children if child.key == key and child.process.poll() is None]
+        for child in self._children:
+            if child not in kept:
+                _stop(child)
+        self._children = kept
+
+    def _spawn(self, key: tuple, env: dict[str, str], root: Path, preexec_fn) -> StandbyChild:
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="tune_gemm_standby_"))
         name = f"standby_{uuid.uuid4().hex[:12]}"
@@ -87,14 +101,15 @@ class Standby:
             process = subprocess.Popen([sys.executable, "-m", "profiling.child", "--standby", str(go_path), key[1]],
                                        cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT,
                                        preexec_fn=preexec_fn)
-        self._child = StandbyChild(process, go_path, output_path, key)
+        return StandbyChild(process, go_path, output_path, key)
 
     def wait_ready(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds until the child in standby is warm; whether it is (False: none, or it
-        ended)."""
+        """Wait up to `timeout` seconds until the oldest child in standby, the next one taken, is warm; whether it
+        is (False: none, or it ended)."""
         deadline = time.monotonic() + timeout
-        while self._child is not None and self._child.process.poll() is None:
-            if self._child.ready_path.exists():
+        child = self._children[0] if self._children else None
+        while child is not None and child.process.poll() is None:
+            if child.ready_path.exists():
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -102,9 +117,9 @@ class Standby:
         return False
 
     def stop(self) -> None:
-        """Stop the child in standby and remove the files of every child it started."""
-        child, self._child = self._child, None
-        if child is not None:
+        """Stop the children in standby and remove the files of every child it started."""
+        children, self._children = self._children, []
+        for child in children:
             _stop(child)
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)

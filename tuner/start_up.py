@@ -32,7 +32,7 @@ def start_helpers(settings: TuneSettings) -> None:
     if settings.compile_workers:
         WORKER_PROCESSES.get(settings.num_threads)
     if settings.standby_children:
-        start_standby(settings.child_env, settings.profiler.timer, settings.interpret)
+        start_standby(settings.child_env, settings.profiler.timer, settings.interpret, settings.standby_children)
 
 
 def helpers_ready(settings: TuneSettings, timeout: float = READY_TIMEOUT) -> float:

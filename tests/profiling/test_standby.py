@@ -1,5 +1,5 @@
-"""profiling.standby: the next timing child is started while one runs, and the next run takes it over when it
-fits; on the CPU, with the interpreter and the host timer."""
+"""profiling.standby: the next timing children are started while one runs, and the next run takes over the oldest
+when it fits; on the CPU, with the interpreter and the host timer."""
 
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ def no_standby_left():
     STANDBY.stop()
 
 
-def _run(tmp_path, round_name: str, env: dict | None = None) -> tuple[str, ChildJob]:
-    """One child run of both configs in its own folder; returns what it logged."""
+def _run(tmp_path, round_name: str, env: dict | None = None, standby: int = 1) -> tuple[str, ChildJob]:
+    """One child run of both configs in its own folder, `standby` children kept waiting; returns what it logged."""
     folder = tmp_path / round_name
     folder.mkdir()
     (folder / "module.py").write_text(MODULE)
     job = ChildJob(module_path=str(folder / "module.py"), timer="host", csv_path=str(folder / "t.csv"),
                    progress_path=str(folder / "p.txt"), time_configs=NAMES, warmup=1, iters=2, env=env or {})
     logged = []
-    outcome = run_child(job, folder, interpret=True, config_timeout=60, log=logged.append, standby=True)
+    outcome = run_child(job, folder, interpret=True, config_timeout=60, log=logged.append, standby=standby)
     assert outcome.failed == {}
     table = summarize(load_timings(folder / "t.csv"), warmup=1)
     assert sorted(table["config"]) == NAMES and (table["instances"] == 2).all()
@@ -69,8 +69,8 @@ def test_a_standby_started_for_another_environment_is_not_taken(tmp_path):
 
 def test_a_dead_standby_is_replaced(tmp_path):
     _run(tmp_path, "round0")
-    STANDBY._child.process.kill()
-    STANDBY._child.process.wait()
+    STANDBY.waiting[0].process.kill()
+    STANDBY.waiting[0].process.wait()
     again, _ = _run(tmp_path, "round1")
     assert "ready" not in _timeline(again)
 
@@ -79,7 +79,7 @@ def test_stop_ends_the_waiting_child_and_removes_its_files(tmp_path):
     standby = Standby()
     key = standby_key({}, "host")
     standby.start(key, {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"}, PROJECT_ROOT, None)
-    child = standby._child
+    child = standby.waiting[0]
     assert child.process.poll() is None and child.output_path.parent.is_dir()
     assert standby.take(standby_key({"X": "1"}, "host")) is None  # another key: stopped, not handed out
     assert child.process.poll() is not None
@@ -92,7 +92,7 @@ def test_a_waiting_child_is_ready_once_warm_and_not_once_stopped():
     assert not standby.wait_ready(1.0)  # none started
     standby.start(standby_key({}, "host"), {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"},
                   PROJECT_ROOT, None)
-    child = standby._child
+    child = standby.waiting[0]
     assert not standby.wait_ready(0.0)  # started a moment ago: still importing
     assert standby.wait_ready(120.0) and child.ready_path.exists()
     standby.stop()
@@ -120,9 +120,38 @@ def test_a_child_waiting_for_another_key_is_replaced_and_one_for_the_same_key_ke
     standby = Standby()
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"}
     standby.start(standby_key({}, "host"), env, PROJECT_ROOT, None)
-    first = standby._child
+    first = standby.waiting[0]
     standby.start(standby_key({}, "host"), env, PROJECT_ROOT, None)
-    assert standby._child is first  # already waiting for this key
+    assert standby.waiting == [first]  # already waiting for this key
     standby.start(standby_key({"X": "1"}, "host"), {**env, "X": "1"}, PROJECT_ROOT, None)  # e.g. another Triton cache
-    assert first.process.poll() is not None and standby._child.key == standby_key({"X": "1"}, "host")
+    assert first.process.poll() is not None and [c.key for c in standby.waiting] == [standby_key({"X": "1"}, "host")]
     standby.stop()
+
+
+def test_children_are_kept_waiting_up_to_the_count_and_taken_oldest_first():
+    standby = Standby()
+    env, key = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "TRITON_INTERPRET": "1"}, standby_key({}, "host")
+    standby.start(key, env, PROJECT_ROOT, None, count=2)
+    first, second = standby.waiting
+    assert first is not second and first.process.poll() is None and second.process.poll() is None
+    assert standby.take(key) is first and standby.waiting == [second]
+    standby.start(key, env, PROJECT_ROOT, None, count=2)  # back to two: the one left, then a new one
+    assert standby.waiting[0] is second and len(standby.waiting) == 2
+    second.process.kill()
+    second.process.wait()
+    third = standby.waiting[1]
+    assert standby.take(key) is third  # one that ended is passed over, and stopped
+    assert standby.waiting == []
+    first.process.kill()
+    first.process.wait()
+    standby.stop()
+
+
+def test_a_run_keeping_two_waiting_takes_the_older_one(tmp_path):
+    start_standby({}, "host", interpret=True, count=2)  # as tuner.start_up does under a time budget
+    oldest = STANDBY.waiting[0]
+    assert STANDBY.wait_ready(120.0) and oldest.ready_path.exists()
+    logged, _ = _run(tmp_path, "round0", standby=2)
+    assert list(dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(logged))))[:3] == ["imports", "ready", "job"]
+    assert oldest.process.poll() is not None  # it ran the job
+    assert len(STANDBY.waiting) == 2 and oldest not in STANDBY.waiting  # the other still waits, a new one beside it

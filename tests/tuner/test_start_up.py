@@ -31,7 +31,7 @@ def nothing_running(monkeypatch):
 def test_helpers_start_without_waiting_and_are_waited_for_once():
     starts = WORKER_PROCESSES.starts
     start_helpers(ON_A_GPU)
-    assert WORKER_PROCESSES.running and STANDBY._child is not None
+    assert WORKER_PROCESSES.running and len(STANDBY.waiting) == 1
     assert not WORKER_PROCESSES.wait_ready(0.0)  # start_helpers returned while they still start
     assert helpers_ready(ON_A_GPU) > 0
     assert WORKER_PROCESSES.wait_ready(0.0) and STANDBY.wait_ready(0.0)
@@ -45,12 +45,15 @@ def test_helpers_ready_starts_what_is_not_running():
 
 
 @pytest.mark.parametrize("settings, workers, standby", [
-    (replace(ON_A_GPU, interpret=True), False, False),  # the interpreter compiles nothing; its children start fast
-    (replace(ON_A_GPU, compile_pool="thread"), False, True),
-    (replace(ON_A_GPU, precompile=False), False, True),  # --no_warmup: kernels compile in the timing child
-    (replace(ON_A_GPU, profiler=ProfilerChoice("nsys", "events", PROFILERS["nsys"])), True, False),  # wraps each child
+    (replace(ON_A_GPU, interpret=True), False, 0),  # the interpreter compiles nothing; its children start fast
+    (replace(ON_A_GPU, compile_pool="thread"), False, 1),
+    (replace(ON_A_GPU, precompile=False), False, 1),  # --no_warmup: kernels compile in the timing child
+    (replace(ON_A_GPU, profiler=ProfilerChoice("nsys", "events", PROFILERS["nsys"])), True, 0),  # wraps each child
+    (replace(ON_A_GPU, time_budget=40.0), True, 2),  # a cut round's next child must be warm already
+    (replace(ON_A_GPU, time_budget=40.0, search="halving"), True, 2),
+    (replace(ON_A_GPU, time_budget=40.0, search="exhaustive"), True, 1),  # one round: no round after it
 ])
 def test_only_the_helpers_the_searches_use_are_started(settings, workers, standby):
     assert (settings.compile_workers, settings.standby_children) == (workers, standby)  # tuner.pipeline's say
     start_helpers(settings)
-    assert WORKER_PROCESSES.running == workers and (STANDBY._child is not None) == standby
+    assert WORKER_PROCESSES.running == workers and len(STANDBY.waiting) == standby
