@@ -69,6 +69,7 @@ class Standby:
 
     @property
     def waiting(self) -> list[StandbyChild]:
+        """The children waiting, oldest (the next one taken) first."""
         return list(self._children)
 
     def take(self, key: tuple) -> StandbyChild | None:
