@@ -326,6 +326,7 @@ class _Search:
         self.final_budget = _Budget(budget, scratch / "stop_final", self.budget.started)
         self.sample_budget = _Budget(None if budget is None else sample_seconds(budget), scratch / "stop_sample",
                                      self.budget.started)  # refine's round 0, when it is not the final round
+        self.round_budgets: dict[int, _Budget] = {}  # rounds that stop before the finalist rounds' budget does
         self.closing: RoundState | None = None  # the closing round, when a spent budget made one
         self.compiled = CompileOutcome()
         self.failed: dict[str, str] = {}
@@ -339,7 +340,7 @@ class _Search:
     def budget_of(self, spec: RoundSpec) -> _Budget:
         if spec.final:
             return self.final_budget
-        return self.sample_budget if spec.index == 0 and self.settings.search == "refine" else self.budget
+        return self.round_budgets.get(spec.index, self.budget)
 
     def job(self, spec: RoundSpec, chunk: int, names: list[str], baseline: bool, ready: Path | None,
             tag: str = "") -> ChildJob:
@@ -492,6 +493,7 @@ class _Search:
             return [self.record(whole, self.names)]
         specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
         shapes = [str(config) for config in representatives(configs, REFINE)]
+        self.round_budgets[0] = self.sample_budget  # round 1's reserve (see the module docstring)
         self.first_round(specs[0], shapes)
         records = [self.record(specs[0], shapes)]
         first = self.checkpoint.rounds[0]
