@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from operator import itemgetter
+
+import numpy as np
 
 from prune.config import HOPPER_KNOBS, Config
 from prune.device import DeviceProfile
@@ -59,74 +60,114 @@ def _pruned_part(problem: GemmProblem, device: DeviceProfile, space: RangeSpace,
                  family_rules: tuple[Rule, ...], removed: dict[str, int]) -> list[Config]:
     """prune() over one product of the space (RangeSpace.parts), counting each removal in `removed`."""
     families = space.families()
-    kept: list[Config] = []
     rules = tuple(_one_group_order(rule, space.group_m) if rule.name == GROUP_RULE else rule for rule in rules)
     group_rule = next((rule for rule in rules if rule.name == GROUP_RULE), None)
-    names, combinations = space.tile_values()
-    tile_checks = [_Check(rule, names) for rule in rules]
-    family_checks = [_Check(rule, names + HOPPER_KNOBS) for rule in family_rules]  # each family's knobs, in order
-    family_knobs = [tuple(family.values()) for family in families]
-    for values in combinations:
-        # Most configs fail a rule that has answered for their values of its fields before: no Config is built for
-        # them (the full space holds a million tile configs, each in 130 families; building every one took most of a
-        # prune's time).
-        def build_tile(values=values):
-            return Config.from_checked(dict(zip(names, values)))
-        failed, tile = _first_failed(tile_checks, problem, device, values, build_tile)
-        if failed is not None:
-            removed[failed.name] += len(families)
-            continue
-        tile = tile if tile is not None else build_tile()
-        for family, knobs in zip(families, family_knobs):
-            def variant(family=family, knobs=knobs):
-                return tile.with_family(family) if any(knobs) else tile
-            failed, config = _first_failed(family_checks, problem, device, values + knobs, variant)
-            if failed is None:
-                if config is None:
-                    config = variant()
-                if config.SWAP_AB and group_rule and not group_rule.keep(problem, config, device):
-                    failed = group_rule  # C^T's rows of tiles run along N: the tile check counted M's
-            if failed is None:
-                kept.append(config)
-            else:
-                removed[failed.name] += 1
+    ranges = space.tile_ranges()
+    names, values = tuple(ranges), tuple(ranges.values())
+    # the tile stage: every combination of the fields' values, one axis per field
+    axes = [_Axis((name,), np.arange(len(field_values))[:, None], (field_values,))
+            for name, field_values in zip(names, values)]
+
+    def tile_at(index: tuple[int, ...]) -> Config:
+        return Config.from_checked({name: field_values[code]
+                                    for name, field_values, code in zip(names, values, index)})
+    tile_grid = _Grid(axes)
+    tiles_alive = _survivors(tile_grid, rules, problem, device, tile_at, removed, weight=len(families))
+    if not tiles_alive.size or not families:
+        return []
+    # the family stage: each surviving tile config (in the walk's order) with each kernel family
+    tile_codes = np.stack(np.unravel_index(tiles_alive, tile_grid.shape), axis=1)
+    tiles = [tile_grid.config(int(flat), tile_at) for flat in tiles_alive]
+    knob_values = tuple(tuple(sorted({family[knob] for family in families})) for knob in HOPPER_KNOBS)
+    family_codes = np.array([[knob_values[j].index(family[knob]) for j, knob in enumerate(HOPPER_KNOBS)]
+                             for family in families])
+    family_grid = _Grid([_Axis(names, tile_codes, values), _Axis(HOPPER_KNOBS, family_codes, knob_values)])
+
+    def variant_at(index: tuple[int, int]) -> Config:
+        tile, family = tiles[index[0]], families[index[1]]
+        return tile.with_family(family) if any(family.values()) else tile
+    kept = []
+    for flat in _survivors(family_grid, family_rules, problem, device, variant_at, removed).tolist():
+        config = family_grid.config(flat, variant_at)
+        if config.SWAP_AB and group_rule and not group_rule.keep(problem, config, device):
+            removed[group_rule.name] += 1  # C^T's rows of tiles run along N: the tile stage counted M's
+        else:
+            kept.append(config)
     return kept
 
 
-class _Check:
-    """One rule, with its answers by the values of the fields it reads (Rule.reads) among the fields `names` that
-    the pruner walks; a field it reads that is not among them (a family knob, at the tile stage) is off throughout.
-    A rule that does not say what it reads is asked for every config."""
-
-    def __init__(self, rule: Rule, names: tuple[str, ...]):
-        self.rule = rule
-        positions = [names.index(field) for field in rule.reads if field in names]
-        if not rule.reads:
-            self.key = None
-        elif positions:
-            self.key = itemgetter(*positions)
-        else:  # it reads only knobs that are off here: one answer for all
-            self.key = lambda values: ()
-        self.answers: dict[object, bool] = {}
+@dataclass(frozen=True)
+class _Axis:
+    """One axis of a _Grid: its points, each setting config `fields` to the values its `codes` (points x fields)
+    index in `values` (one tuple per field)."""
+    fields: tuple[str, ...]
+    codes: np.ndarray
+    values: tuple[tuple, ...]
 
 
-def _first_failed(checks: list[_Check], problem: GemmProblem, device: DeviceProfile, values: tuple,
-                  config_of: Callable[[], Config]) -> tuple[Rule | None, Config | None]:
-    """The first rule of `checks` the config with these field values fails (None if none), and the config where it
-    had to be built (config_of builds it) to ask a rule that had not answered for such values before."""
-    config = None
-    for check in checks:
-        key = check.key(values) if check.key else None
-        answer = check.answers.get(key)  # never holds None: a rule that names no fields is asked every time
-        if answer is None:
-            if config is None:
-                config = config_of()
-            answer = check.rule.keep(problem, config, device)
-            if check.key:
-                check.answers[key] = answer
-        if not answer:
-            return check.rule, config
-    return None, config
+class _Grid:
+    """Configs as every combination of one point per axis, in row-major order (the order the pruner keeps them in),
+    each known by its flat index; a Config is built only for the few a rule must be asked about."""
+
+    def __init__(self, axes: list[_Axis]):
+        self.axes = axes
+        self.shape = tuple(len(axis.codes) for axis in axes)
+        self.strides = tuple(int(np.prod(self.shape[position + 1:])) for position in range(len(axes)))
+        self._built: dict[int, Config] = {}
+
+    def keys(self, reads: tuple[str, ...], flats: np.ndarray) -> tuple[np.ndarray, int]:
+        """The combination of the values of the fields `reads` of each config in `flats` as one number below the
+        second value returned; a field no axis sets is off throughout and adds nothing."""
+        key, count = np.zeros(len(flats), dtype=np.int64), 1
+        for axis, stride in zip(self.axes, self.strides):
+            partial, read = np.zeros(len(axis.codes), dtype=np.int64), False
+            for column, (field, field_values) in enumerate(zip(axis.fields, axis.values)):
+                if field in reads:
+                    partial += axis.codes[:, column] * count
+                    count *= len(field_values)
+                    read = True
+            if read:
+                key += partial[flats // stride % len(axis.codes)]
+        return key, count
+
+    def config(self, flat: int, build: Callable[[tuple[int, ...]], Config]) -> Config:
+        if flat not in self._built:
+            index = []
+            for stride, length in zip(self.strides, self.shape):
+                index.append(flat // stride % length)
+            self._built[flat] = build(tuple(index))
+        return self._built[flat]
+
+
+def _survivors(grid: _Grid, rules: tuple[Rule, ...], problem: GemmProblem, device: DeviceProfile,
+               build: Callable[[tuple[int, ...]], Config], removed: dict[str, int], weight: int = 1) -> np.ndarray:
+    """The flat indices of the grid's configs that pass every rule, ascending. Each config is asked the rules in
+    order and counted (times `weight`) under the first it fails. A rule that names the fields it reads (Rule.reads)
+    is asked once per combination of their values, about the first config with them that passed the rules before
+    it (most configs fail a rule that has answered for their values already: the full space holds two million tile
+    configs, and walking them one by one took most of a prune); one that names none is asked about every config."""
+    alive = np.arange(int(np.prod(grid.shape)))
+    for rule in rules:
+        if not alive.size:
+            break
+        if rule.reads:
+            key, count = grid.keys(rule.reads, alive)
+            if count > 4 * len(key):  # numbered densely, so that the tables below stay small
+                _, key = np.unique(key, return_inverse=True)
+                count = len(key)
+            first = np.full(count, len(alive))
+            np.minimum.at(first, key, np.arange(len(alive)))
+            asked = np.flatnonzero(first < len(alive))
+            asked = asked[np.argsort(first[asked])]  # in the walk's order, as a walk config by config would ask
+            answers = np.zeros(count, dtype=bool)
+            answers[asked] = [rule.keep(problem, grid.config(int(alive[first[k]]), build), device) for k in asked]
+            passed = answers[key]
+        else:
+            passed = np.array([rule.keep(problem, grid.config(int(flat), build), device) for flat in alive],
+                              dtype=bool)
+        removed[rule.name] += int((~passed).sum()) * weight
+        alive = alive[passed]
+    return alive
 
 
 __all__ = ["FAMILY_RULES", "FULL_SPACE", "RULES", "Config", "DeviceProfile", "PruneResult", "RangeSpace", "prune"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 
 from prune.config import (
@@ -70,21 +69,21 @@ class RangeSpace:
                 for values in itertools.product(*(getattr(self, field) for field in _FAMILY_FIELDS))
                 if (values[0] or not any(values[1:])) and not (values[-1] and any(values[1:-1]))]
 
-    def tile_values(self) -> tuple[tuple[str, ...], Iterator[tuple]]:
-        """The config fields but the family knobs, and every combination of their values in tile_configs' order (each
-        value checked once): what the pruner walks without building a Config for each."""
+    def tile_ranges(self) -> dict[str, tuple]:
+        """Config field -> values for the fields but the family knobs, each value checked once: tile_configs is every
+        combination of them, which the pruner walks without building a Config for each."""
         ranges = self._ranges()
         for field, values in ranges.items():
             for value in values:
                 check_field(field, value)
-        return tuple(ranges), itertools.product(*ranges.values())
+        return ranges
 
     def tile_configs(self) -> list[Config]:
         """Every combination of the other fields, with the family knobs off, product by product (parts)."""
         configs = []
         for part in self.parts():
-            names, combinations = part.tile_values()
-            configs += [Config.from_checked(dict(zip(names, values))) for values in combinations]
+            ranges = part.tile_ranges()
+            configs += [Config.from_checked(dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
         return configs
 
     def configs(self) -> list[Config]:

@@ -17,6 +17,7 @@ from prune.rules import (
     FAMILY_RULES,
     RULES,
     RULES_BY_NAME,
+    Rule,
     cdiv,
     edge_columns,
     edge_slices,
@@ -942,6 +943,26 @@ def test_prune_with_one_rule(small_space):
     result = prune(BIG, IP, small_space, rules=(rule,), family_rules=())
     assert result.removed_by_rule == {"split_k": len(small_space) // 2}
     assert all(c.SPLIT_K == 1 for c in result.configs)
+
+
+def test_a_rule_is_asked_once_per_combination_of_its_fields_about_the_first_config_the_rules_before_it_kept():
+    asked = []
+
+    def four_warps(problem, config, device):
+        asked.append(config)
+        return config.num_warps == 4
+    rules = (Rule("no_tall_tiles", "BLOCK_M <= 64", lambda p, c, d: c.BLOCK_SIZE_M <= 64, ("BLOCK_SIZE_M",)),
+             Rule("four_warps", "num_warps 4", four_warps, ("BLOCK_SIZE_M", "num_warps")))
+    space = RangeSpace(block_m=(16, 64, 128), block_n=(64, 128), block_k=(32,), group_m=(1, 8), split_k=(1,),
+                       num_warps=(4, 8), num_stages=(3, 4))
+    result = prune(BIG, IP, space, rules=rules, family_rules=())
+    walk = space.configs()
+    # once per (BLOCK_M, num_warps) of the tiles the first rule kept, about the first such config of the walk
+    assert [(c.BLOCK_SIZE_M, c.num_warps) for c in asked] == [(16, 4), (16, 8), (64, 4), (64, 8)]
+    assert asked == [next(w for w in walk if (w.BLOCK_SIZE_M, w.num_warps) == (c.BLOCK_SIZE_M, c.num_warps))
+                     for c in asked]
+    assert result.configs == [c for c in walk if c.BLOCK_SIZE_M <= 64 and c.num_warps == 4]  # in the walk's order
+    assert result.removed_by_rule == {"no_tall_tiles": len(walk) // 3, "four_warps": len(walk) // 3}
 
 
 def test_prune_can_remove_everything():
