@@ -132,10 +132,7 @@ class _Grid:
 
     def config(self, flat: int, build: Callable[[tuple[int, ...]], Config]) -> Config:
         if flat not in self._built:
-            index = []
-            for stride, length in zip(self.strides, self.shape):
-                index.append(flat // stride % length)
-            self._built[flat] = build(tuple(index))
+            self._built[flat] = build(tuple(flat // stride % length for stride, length in zip(self.strides, self.shape)))
         return self._built[flat]
 
 
