@@ -132,7 +132,8 @@ class _Grid:
 
     def config(self, flat: int, build: Callable[[tuple[int, ...]], Config]) -> Config:
         if flat not in self._built:
-            self._built[flat] = build(tuple(flat // stride % length for stride, length in zip(self.strides, self.shape)))
+            index = tuple(flat // stride % length for stride, length in zip(self.strides, self.shape))
+            self._built[flat] = build(index)
         return self._built[flat]
 
 

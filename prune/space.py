@@ -83,7 +83,8 @@ class RangeSpace:
         configs = []
         for part in self.parts():
             ranges = part.tile_ranges()
-            configs += [Config.from_checked(dict(zip(ranges, values))) for values in itertools.product(*ranges.values())]
+            configs += [Config.from_checked(dict(zip(ranges, values)))
+                        for values in itertools.product(*ranges.values())]
         return configs
 
     def configs(self) -> list[Config]:

@@ -121,21 +121,21 @@ def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan
     A budget that cuts round 1 (tuner.search) leaves the variants least likely to win. Shapes whose representative
     has no time (it failed) are not refined."""
     grouped = shapes(configs)
-    representative = {shape_of(config): config for config in map(Config.parse, times)}  # each shape's timed config
-    order = ranked({str(config): times[str(config)] for config in representative.values()})
+    parsed = {name: Config.parse(name) for name in times}
+    timed_shapes = {shape_of(config): name for name, config in parsed.items()}  # each shape's timed config
+    order = ranked({name: times[name] for name in timed_shapes.values()})
     if not order:
         return []
-    shape_named = {str(config): shape for shape, config in representative.items()}
+    shape_named = {name: shape for shape, name in timed_shapes.items()}
     limit = times[order[0]] * (1 + plan.margin)
     best = [name for rank, name in enumerate(order) if rank < plan.keep or times[name] <= limit][: plan.max_keep]
     chosen = {shape_named[name] for name in best}
     near_limit = times[order[0]] * (1 + plan.order_margin)
-    near = [representative[shape_named[name]] for name in order
-            if shape_named[name] not in chosen and times[name] <= near_limit]
+    near = [parsed[name] for name in order if shape_named[name] not in chosen and times[name] <= near_limit]
     variants = [config for shape, members in grouped.items() if shape in chosen
                 for config in members if str(config) not in times] + order_probes(grouped, near, times, plan)
     rank = {shape_named[name]: index for index, name in enumerate(order)}
-    return sorted(variants, key=lambda c: (variant_steps(c, representative[shape_of(c)]), rank[shape_of(c)]))
+    return sorted(variants, key=lambda c: (variant_steps(c, parsed[timed_shapes[shape_of(c)]]), rank[shape_of(c)]))
 
 
 def variant_steps(variant: Config, representative: Config) -> float:

@@ -324,8 +324,6 @@ class _Search:
         # the rounds that choose finalists, and the round that picks the winner (see the module docstring)
         self.budget = _Budget(None if budget is None else finalist_seconds(budget), scratch / "stop")
         self.final_budget = _Budget(budget, scratch / "stop_final", self.budget.started)
-        self.sample_budget = _Budget(None if budget is None else sample_seconds(budget), scratch / "stop_sample",
-                                     self.budget.started)  # refine's round 0, when it is not the final round
         self.round_budgets: dict[int, _Budget] = {}  # rounds that stop before the finalist rounds' budget does
         self.closing: RoundState | None = None  # the closing round, when a spent budget made one
         self.compiled = CompileOutcome()
@@ -493,7 +491,9 @@ class _Search:
             return [self.record(whole, self.names)]
         specs = [RoundSpec(index, warmup, iters, final=index == 2) for index in range(3)]
         shapes = [str(config) for config in representatives(configs, REFINE)]
-        self.round_budgets[0] = self.sample_budget  # round 1's reserve (see the module docstring)
+        budget = self.settings.time_budget  # round 0 leaves round 1 a reserve (see the module docstring)
+        self.round_budgets[0] = _Budget(None if budget is None else sample_seconds(budget),
+                                        self.scratch / "stop_sample", self.budget.started)
         self.first_round(specs[0], shapes)
         records = [self.record(specs[0], shapes)]
         first = self.checkpoint.rounds[0]
@@ -521,7 +521,7 @@ class _Search:
         pick = refine_times if self.settings.search == "refine" else final_times
         closing = self.closing.times if self.closing else {}
         times = closing or pick([state.times for state in rounds])
-        spent = self.sample_budget.spent or self.budget.spent or self.final_budget.spent
+        spent = any(budget.spent for budget in (self.budget, self.final_budget, *self.round_budgets.values()))
         if not times and spent:
             raise SearchFailed(f"time budget of {self.settings.time_budget:g} s spent before any config was timed"
                                + runtime_failures(self.failed))
