@@ -7,10 +7,15 @@ gives): a batch's rows are written, and its configs marked done, once the batch 
 inside a batch leaves its other configs to the next child. Each config comes from its part module when
 the job names one (gen.parts), else from the job's module; each module is loaded when a config first needs it.
 At its end it prints where its start-up went (profiling.child_timeline) on its output, which --verbose shows.
+
+Started in standby (`python -m profiling.child --standby GO TIMER`, profiling.standby), a child serves one job after
+another: once a job ends with every config run and none failed, it says so in GO's done file and waits for GO to
+name the next job; a job that failed a config, or lost the GPU context, ends the child as before.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -22,11 +27,11 @@ from gen.naming import kernel_name
 from profiling.backends import TIMERS, Session, no_flush
 from profiling.baselines import baseline_for
 from profiling.cache_flush import CacheFlush
-from profiling.child_timeline import Timeline
+from profiling.child_timeline import REUSED_ORIGIN, Timeline
 from profiling.faults import injected_faults, trigger
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows, per_launch_totals
-from profiling.standby import ready_path_for
+from profiling.standby import done_path_for, ready_path_for
 from profiling.stream import config_batches
 from prune.config import Config
 
@@ -75,10 +80,15 @@ class _Progress:
     def __init__(self, path: str, timeline: Timeline):
         self._handle = open(path, "a")
         self._timeline = timeline
+        self.failures = 0
+
+    def close(self) -> None:
+        self._handle.close()
 
     def mark(self, event: str, name: str, reason: str = "") -> None:
         if event == "start":
             self._timeline.mark("first config")
+        self.failures += event == "fail"
         line = f"{event} {name}" + (f" {' '.join(reason.split())}" if reason else "")
         self._handle.write(line + "\n")
         self._handle.flush()
@@ -171,17 +181,24 @@ def _with_fault(launcher, fault: str | None, on_gpu: bool):
 
 def run(job: ChildJob, timeline: Timeline | None = None) -> int:
     """Time and check the job's configs (exit code: 0, or EXIT_CONTEXT_LOST); `timeline`: a standby child's own."""
+    return run_counted(job, timeline)[0]
+
+
+def run_counted(job: ChildJob, timeline: Timeline | None = None) -> tuple[int, int]:
+    """run(), and how many of the job's configs failed."""
     if timeline is None:
         timeline = Timeline()
         timeline.mark("imports")
+    progress = _Progress(job.progress_path, timeline)
     try:
-        return _run(job, timeline)
+        return _run(job, timeline, progress), progress.failures
     finally:
+        progress.close()
         timeline.mark("end")
         print(timeline.line(), file=sys.stderr, flush=True)
 
 
-def _run(job: ChildJob, timeline: Timeline) -> int:
+def _run(job: ChildJob, timeline: Timeline, progress: _Progress) -> int:
     modules = ModuleCache()
     configs = [*job.time_configs, *job.check_configs]
     # the first config's module, which the child loads anyway, serves the family's helpers (the same in every part)
@@ -189,7 +206,6 @@ def _run(job: ChildJob, timeline: Timeline) -> int:
     timeline.mark("module")
     device = "cpu" if module.INTERPRETED else "cuda"
     timer = TIMERS[job.timer]()
-    progress = _Progress(job.progress_path, timeline)
     faults = injected_faults()
     count = job.warmup + job.iters
     timing = bool(job.time_configs or job.baseline)
@@ -265,18 +281,51 @@ def _warm_up(timer_name: str) -> None:
         pass
 
 
+def _next_job(go_path: Path) -> ChildJob:
+    """Wait for go_path to name a job file; the job, with go_path removed for the one after it."""
+    while not go_path.exists():
+        time.sleep(_GO_POLL_SECONDS)
+    job_path = Path(go_path.read_text())
+    go_path.unlink()
+    return ChildJob.load(job_path)
+
+
+def _release_memory() -> None:
+    """Free what the last job left: its operand sets and modules, and the GPU memory torch's allocator kept for
+    them, so that the next job sizes its rotating input sets on the GPU's free memory as a new child would."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def _report_done(go_path: Path, code: int) -> None:
+    """Tell the runner the job ended (written atomically: the runner polls for the file)."""
+    done = done_path_for(go_path)
+    temporary = done.with_name(done.name + ".tmp")
+    temporary.write_text(str(code))
+    os.replace(temporary, done)
+
+
 def standby(go_path: Path, timer_name: str) -> int:
-    """A child started ahead of its job (profiling.standby): warm up, then run the job go_path will name."""
+    """A child started ahead of its job (profiling.standby): warm up, then run the jobs go_path will name, one
+    after another, until one fails a config or loses the GPU context (its exit code is the child's)."""
     timeline = Timeline()
     timeline.mark("imports")
     _warm_up(timer_name)
     timeline.mark("ready")
     ready_path_for(go_path).touch()
-    while not go_path.exists():
-        time.sleep(_GO_POLL_SECONDS)
-    job = ChildJob.load(Path(go_path.read_text()))
-    timeline.mark("job")
-    return run(job, timeline)
+    job = _next_job(go_path)
+    while True:
+        timeline.mark("job")
+        code, failures = run_counted(job, timeline)
+        if code != 0 or failures:  # a config that failed may have left the process or its GPU context unsound
+            return code
+        sys.stdout.flush()  # the job's output all in the file before the runner reads it
+        _report_done(go_path, code)
+        _release_memory()  # while the runner reads what the job wrote
+        job = _next_job(go_path)
+        timeline = Timeline(launched=time.time(), since=REUSED_ORIGIN)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The child prints one line at its end, `child timeline (s since launch): imports 1.9, module 2.4, ...`, on its
 output, which `--verbose` shows. A round of a few configs costs mostly this start-up, so the line says which
 part to cut: the interpreter and its imports, loading the generated module (and the GPU context), building the
-input sets, or the timer's first session.
+input sets, or the timer's first session. A standby child reused for a later job (profiling.standby) counts
+that job's marks from when it was handed over: `child timeline (s since its job, a reused child): job 0.0, ...`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import time
 
 LAUNCHED_ENV = "TUNE_GEMM_CHILD_LAUNCHED"  # time.time() when the runner started the child
 TIMELINE_PREFIX = "child timeline "
+REUSED_ORIGIN = "its job, a reused child"  # a standby child's later jobs count from when each was handed over
 
 
 class Timeline:
-    def __init__(self, launched: float | None = None):
+    def __init__(self, launched: float | None = None, since: str = "launch"):
         if launched is None:
             launched = float(os.environ.get(LAUNCHED_ENV, "nan"))
         self.launched = launched
+        self.since = since  # what `launched` is the time of
         self.marks: list[tuple[str, float]] = []
 
     def mark(self, label: str) -> None:
@@ -33,5 +36,5 @@ class Timeline:
             start = self.marks[0][1] if self.marks else 0.0
             origin = "since its first mark"
         else:
-            start, origin = self.launched, "since launch"
+            start, origin = self.launched, f"since {self.since}"
         return f"{TIMELINE_PREFIX}(s {origin}): " + ", ".join(f"{label} {at - start:.1f}" for label, at in self.marks)

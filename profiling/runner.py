@@ -23,7 +23,7 @@ from profiling.formats import PARSERS
 from profiling.child_timeline import LAUNCHED_ENV, TIMELINE_PREFIX
 from profiling.job import ChildJob
 from profiling.schema import BASELINE_NAME, append_rows
-from profiling.standby import STANDBY, standby_key
+from profiling.standby import STANDBY, StandbyChild, standby_key
 from profiling.stream import stop_requested
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -107,38 +107,69 @@ def start_standby(extra_env: dict[str, str], timer: str, interpret: bool, count:
     STANDBY.start(standby_key(env, timer), env, PROJECT_ROOT, _PREEXEC, count)
 
 
-def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int) -> tuple[subprocess.Popen, Path]:
-    """The child for the saved job: the oldest in standby started for the same environment and timer, else a new
-    one; then children start in standby until `standby` wait. Returns (process, its output file)."""
+@dataclass
+class _Launched:
+    """The child running one job: a process of its own, or one in standby mode (`served`), which reports the job's
+    end in a file and may then be given back to the standby queue for another job."""
+    process: subprocess.Popen
+    output_path: Path  # its stdout and stderr
+    output_start: int = 0  # where this job's output begins there (a reused child's file holds earlier jobs')
+    served: StandbyChild | None = None
+
+    def job_ended(self) -> int | None:
+        """The job's exit code once it is over (the process ended, or the standby child reported it and went
+        back to the queue), else None."""
+        code = self.served.job_ended() if self.served is not None else None
+        if code is not None:
+            STANDBY.give_back(self.served)
+            return code
+        return self.process.poll()
+
+    def output(self) -> list[str]:
+        with open(self.output_path, "rb") as output:
+            output.seek(self.output_start)
+            return output.read().decode(errors="replace").strip().splitlines()
+
+
+def _job_configs(job: ChildJob) -> int:
+    return len(job.time_configs) + len(job.check_configs) + job.baseline
+
+
+def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int) -> _Launched:
+    """The child for the saved job: with `standby` (and no profiler wrapping it), the oldest in standby started for
+    the same environment and timer, else a new one in standby mode; children then start in standby until
+    `standby` wait. Without, a new child for this job alone."""
     env = _child_env(interpret, job.env)
-    key = standby_key(env, job.timer)
-    waiting = STANDBY.take(key) if standby and wrap is None else None
-    if waiting is not None:
-        waiting.start(job_path)
-        child, output_path = waiting.process, waiting.output_path
-    else:
+    if not standby or wrap is not None:
         output_path = job_path.with_suffix(".stderr")
         command = [sys.executable, "-m", "profiling.child", str(job_path)]
         with open(output_path, "w") as output:
             child = subprocess.Popen(wrap(command) if wrap else command, cwd=PROJECT_ROOT, env=env, stdout=output,
                                      stderr=subprocess.STDOUT, preexec_fn=_PREEXEC)
-    if standby and wrap is None:
-        start_standby(job.env, job.timer, interpret, standby)
-    return child, output_path
+        return _Launched(child, output_path)
+    key = standby_key(env, job.timer)
+    served = STANDBY.take(key) or STANDBY.fresh(key, env, PROJECT_ROOT, _PREEXEC)
+    # a child's first job owns its start-up's output too (what it said if it failed to start)
+    output_start = _size(served.output_path) if served.configs_served else 0
+    launched = _Launched(served.process, served.output_path, output_start, served)
+    served.start(job_path, _job_configs(job))
+    start_standby(job.env, job.timer, interpret, standby)
+    return launched
 
 
 def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
               wrap=None, watch: Callable[[], None] | None = None, standby: int = 0) -> tuple[int, str]:
-    """Run one child (wrapped in a profiler's command) to its end, calling watch() as it goes; returns
-    (exit code, last lines of its output). A hang is killed: no progress, and no config ready for it either
-    (a streaming child waits on its ready file, profiling.stream, while the tuner compiles)."""
+    """Run one child's job (the child wrapped in a profiler's command) to its end, calling watch() as it goes;
+    returns (exit code, last lines of its output). A hang is killed: no progress, and no config ready for it
+    either (a streaming child waits on its ready file, profiling.stream, while the tuner compiles)."""
     job.save(job_path)
     watched = [Path(path) for path in (job.progress_path, job.ready_path) if path]
     launched_at = _size(watched[0])
-    child, stderr_path = _launch(job, job_path, interpret, wrap, standby)
+    launched = _launch(job, job_path, interpret, wrap, standby)
+    child = launched.process
     last_change, last_size = time.monotonic(), -1
     stop_seen = None
-    while child.poll() is None:
+    while (code := launched.job_ended()) is None:
         if watch is not None:
             watch()
         if stop_requested(job):
@@ -159,11 +190,11 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
             child.wait()
             return -9, f"no progress for {limit:.0f} s ({'hang' if started else 'stuck starting'}), killed"
         time.sleep(_POLL_SECONDS)
-    text = stderr_path.read_text(errors="replace").strip().splitlines()
+    text = launched.output()
     if log and text:
         log("\n".join(text[-20:]))
     said = [line for line in text if not line.startswith(TIMELINE_PREFIX)]  # the reason is what went wrong
-    return child.returncode, " | ".join(said[-3:])
+    return code, " | ".join(said[-3:])
 
 
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,

@@ -12,6 +12,12 @@ by a time budget: its standby, started with it, was not warm when the round afte
 forty-fourth run). They are stopped at exit, and die with the tuner (kill -9 included) like any child. Once warm
 a child creates its ready file, so that a tuner can wait for it (tuner.start_up: the first child of a run is
 started ahead of the first size and waited for).
+
+A child in standby mode serves more than one job: one that ends with none of its configs failed writes its exit
+code to GO's done file and waits for GO again, and the runner gives it back to the front of the queue, warm, for
+the next job (a round cut short by a time budget, the `--compare` check after the closing round: each then starts
+at once, where a child started a few seconds before was still importing). Every config a child loads stays loaded
+in its GPU context, so one that has served MAX_CONFIGS_SERVED configs is stopped instead.
 """
 
 from __future__ import annotations
@@ -30,27 +36,57 @@ from pathlib import Path
 from profiling.child_timeline import LAUNCHED_ENV
 
 
+# Configs a child may be handed over all its jobs before it is stopped rather than reused: each one it loads stays
+# loaded in its GPU context. A refine search's rounds at one size hand out 700-1200 in all (the default space).
+MAX_CONFIGS_SERVED = 3000
+
+
 @dataclass
 class StandbyChild:
     process: subprocess.Popen
     go_path: Path  # the runner writes the job file's path here to start it
     output_path: Path  # the child's stdout and stderr
     key: tuple  # what it was started for: environment and timer
+    configs_served: int = 0  # configs in the jobs handed to it so far
 
     @property
     def ready_path(self) -> Path:
         return ready_path_for(self.go_path)
 
-    def start(self, job_path: Path) -> None:
-        """Hand the child its job (written atomically: the child polls for the file)."""
+    @property
+    def done_path(self) -> Path:
+        return done_path_for(self.go_path)
+
+    def start(self, job_path: Path, configs: int) -> None:
+        """Hand the child its job of `configs` configs (written atomically: the child polls for the file)."""
+        self.configs_served += configs
         temporary = self.go_path.with_name(self.go_path.name + ".tmp")
         temporary.write_text(str(job_path))
         os.replace(temporary, self.go_path)
+
+    def job_ended(self) -> int | None:
+        """The exit code of the job handed to it, once the child reports the job over and waits for another
+        (the report is removed); None while it runs, or where the child ended instead."""
+        if not self.done_path.exists():
+            return None
+        code = int(self.done_path.read_text())
+        self.done_path.unlink()
+        return code
+
+    @property
+    def reusable(self) -> bool:
+        """Whether it may take another job after this one: it has not served MAX_CONFIGS_SERVED configs yet."""
+        return self.configs_served < MAX_CONFIGS_SERVED
 
 
 def ready_path_for(go_path: Path) -> Path:
     """The file a standby child creates once it is warm (its imports, GPU context and first timer session done)."""
     return go_path.with_suffix(".ready")
+
+
+def done_path_for(go_path: Path) -> Path:
+    """The file a standby child writes its job's exit code to when the job ends and it waits for the next."""
+    return go_path.with_suffix(".done")
 
 
 _READY_POLL_SECONDS = 0.05
@@ -77,6 +113,19 @@ class Standby:
         never be taken (ended, or started for another key) are stopped."""
         self._keep(key)
         return self._children.pop(0) if self._children else None
+
+    def give_back(self, child: StandbyChild) -> None:
+        """Queue a child whose job ended and who waits for another: first, since it is warm; one that may not take
+        another job (StandbyChild.reusable) is stopped."""
+        if child.reusable and child.process.poll() is None:
+            self._children.insert(0, child)
+        else:
+            _stop(child)
+
+    def fresh(self, key: tuple, env: dict[str, str], root: Path, preexec_fn) -> StandbyChild:
+        """A child started in standby mode for a job to be handed to it at once (not queued), so that it can be
+        given back afterwards like those started ahead."""
+        return self._spawn(key, env, root, preexec_fn)
 
     def start(self, key: tuple, env: dict[str, str], root: Path, preexec_fn, count: int = 1) -> None:
         """Start children in standby for `key` (env: their whole environment) until `count` are waiting; those

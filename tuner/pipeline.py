@@ -62,12 +62,13 @@ class TuneSettings:
 
     @property
     def standby_children(self) -> int:
-        """How many timing children wait in standby for the next jobs (profiling.standby): on a GPU, where a
-        child's start-up is seconds of imports and profiler start-up, one; two where a time budget may cut a
-        search's rounds, whose child after a short round would still be starting (the closing round after a cut
-        round 1: 7 s of its 8 waiting, H200, BENCHMARKS.md, forty-fourth run). None under the interpreter, whose
-        children start quickly and whose machines (CI) have few cores to spare, nor under an external profiler,
-        which starts each child itself."""
+        """How many timing children wait in standby for the next jobs (profiling.standby), beside the child that
+        ran the last job clean and takes the next itself: on a GPU, where a child's start-up is seconds of imports
+        and profiler start-up, one; two where a time budget may cut a search's rounds short, so that a round after
+        one whose child failed a config still finds one warm (a child started with the round before it was not:
+        the closing round after a cut round 1 waited 7 s of its 8, H200, BENCHMARKS.md, forty-fourth run). None
+        under the interpreter, whose children start quickly and whose machines (CI) have few cores to spare, nor
+        under an external profiler, which starts each child itself."""
         if self.interpret or self.profiler.external is not None:
             return 0
         return 2 if self.time_budget is not None and self.search != "exhaustive" else 1

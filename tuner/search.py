@@ -65,11 +65,12 @@ if TYPE_CHECKING:
 SEARCHES = ("exhaustive", "halving", "refine")
 HALVING = HalvingPlan()
 REFINE = RefinePlan()
-# The closing round's reserve of a time budget: it times `final` (8) compiled configs, in 2.0-2.7 s from the end of
-# round 1 with its child warm in standby (H200, BENCHMARKS.md, forty-fourth run; 3.4-8.9 s on the H100, twenty-eighth,
-# and up to 11.6 s on the H200 where the child was still starting); a long budget needs no more than a short one.
+# The closing round's reserve of a time budget: it times `final` (8) compiled configs, in 0.2-0.4 s from the end of
+# round 1 in round 1's own child, reused (H200, BENCHMARKS.md, forty-fifth run; 2.0-2.7 s in a child warm in standby,
+# forty-fourth, up to 11.6 s where the child was still starting); the rest covers a round's overrun (its child
+# finishes the config it is timing). A long budget needs no more than a short one.
 CLOSING_SHARE = 0.2
-CLOSING_MAX_SECONDS = 6.0
+CLOSING_MAX_SECONDS = 3.0
 # Refine's round 1 reserve when a budget cuts round 0: the variants of the best shapes sampled, nearest first. 6 s of
 # a 40-second budget cost round 0 about a fifth of its sample; round 1 timed 2-47 variants in them, and the picks of
 # six sizes ran 2.8% faster in geometric mean (H200, BENCHMARKS.md, forty-third run).

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from helpers import problem
@@ -17,6 +19,7 @@ from helpers import problem
 from gen import write_module
 from gen.parts import write_parts
 from profiling import choose_profiler
+from profiling.child_timeline import REUSED_ORIGIN
 from prune.config import Config
 from prune.device import detect_device
 from prune.space import space_for
@@ -55,8 +58,9 @@ def test_binaries_built_from_parts_are_found_from_any_module_holding_the_config(
 def test_the_1024_cube_space_starts_timing_at_once(tmp_path):
     device = detect_device()
     settings = TuneSettings(profiler=choose_profiler("cupti", device.vendor), num_threads=16,
-                            space=space_for(device.vendor), workdir=tmp_path, time_budget=60.0)
-    outcome = tune_size(problem(1024, 1024, 1024), device, settings, compare=True)
+                            space=space_for(device.vendor), workdir=tmp_path, time_budget=60.0, verbose=True)
+    logged = []
+    outcome = tune_size(problem(1024, 1024, 1024), device, settings, compare=True, log=logged.append)
     discard(outcome.checkpoint)
     compiled = len(outcome.compiled.compiled) + len(outcome.compiled.failed)
     print(f"1024^3: {outcome.candidates} configs; in the 60 s budget {compiled} compiled, {outcome.searched.timed} "
@@ -64,11 +68,14 @@ def test_the_1024_cube_space_starts_timing_at_once(tmp_path):
     assert outcome.candidates > 5000
     assert outcome.searched.timed >= 100
     closing = outcome.searched.rounds[-1]
-    # every finalist timed again: the closing round's child was warm in standby when round 1 ended
+    # every finalist timed again: the closing round ran in round 1's child, reused
     assert closing.closing and closing.configs == closing.planned == 8 and outcome.searched.flushed, \
         outcome.searched.rounds
-    # round 0 stopped at 45 s, leaving round 1 its reserve to refine the best shapes it sampled
+    # round 0 stopped at 48 s, leaving round 1 its reserve to refine the best shapes it sampled
     sampled, refined = outcome.searched.rounds[:2]
-    assert sampled.cut_at == sample_seconds(60.0) == 45.0 and refined.index == 1 and refined.configs >= 1, \
+    assert sampled.cut_at == sample_seconds(60.0) == 48.0 and refined.index == 1 and refined.configs >= 1, \
         outcome.searched.rounds
     assert outcome.check_error is not None and outcome.check_error <= problem(1024, 1024, 1024).dtype_a.tolerance
+    # round 0's child, started for it, then ran the later rounds (each a job handed to it, warm)
+    children = re.findall(r"child timeline \(s since ([^)]*)\)", "\n".join(logged))
+    assert children[0] == "launch" and REUSED_ORIGIN in children[1:], children

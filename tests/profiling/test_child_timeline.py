@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from profiling.child_timeline import LAUNCHED_ENV, Timeline
+from profiling.child_timeline import LAUNCHED_ENV, REUSED_ORIGIN, Timeline
 
 
 def test_marks_count_from_the_launch_and_a_label_keeps_its_first_time():
@@ -29,3 +29,9 @@ def test_a_child_run_by_hand_counts_from_its_first_mark(monkeypatch):
     timeline = Timeline()
     timeline.mark("imports")
     assert timeline.line() == "child timeline (s since its first mark): imports 0.0"
+
+
+def test_a_reused_child_counts_its_job_from_when_it_was_handed_over():
+    timeline = Timeline(launched=time.time() - 1.0, since=REUSED_ORIGIN)
+    timeline.mark("job")
+    assert timeline.line() == "child timeline (s since its job, a reused child): job 1.0"

@@ -1,5 +1,6 @@
-"""profiling.standby: the next timing children are started while one runs, and the next run takes over the oldest
-when it fits; on the CPU, with the interpreter and the host timer."""
+"""profiling.standby: the next timing children are started while one runs, the next run takes over the oldest
+when it fits, and a child whose job ran clean waits for the next job; on the CPU, with the interpreter and the host
+timer."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from helpers import FAKE_MODULE_HEAD
 from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
 from profiling.runner import PROJECT_ROOT, run_child, start_standby
+from profiling.child_timeline import REUSED_ORIGIN
 from profiling.standby import STANDBY, Standby, standby_key
 
 MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
@@ -47,32 +49,73 @@ def _run(tmp_path, round_name: str, env: dict | None = None, standby: int = 1) -
     return "\n".join(logged), job
 
 
-def _timeline(logged: str) -> str:
-    return re.search(r"child timeline \(s since launch\): (.*)", logged)[1]
+def _timeline(logged: str, since: str = "launch") -> str:
+    return re.search(rf"child timeline \(s since {since}\): (.*)", logged)[1]
 
 
-def test_the_next_run_takes_over_the_child_started_in_standby(tmp_path):
+def _marks(timeline: str) -> dict[str, float]:
+    return {label: float(at) for label, at in re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", timeline)}
+
+
+def _pids() -> list[int]:
+    return [child.process.pid for child in STANDBY.waiting]
+
+
+def test_a_child_whose_job_ran_clean_takes_the_next_job(tmp_path):
     first, _ = _run(tmp_path, "round0")
-    assert _timeline(first).startswith("imports")  # started for its job
+    assert list(_marks(_timeline(first)))[:3] == ["imports", "ready", "job"]  # started in standby mode for it
+    assert len(STANDBY.waiting) == 2  # it, given back first, and the one started during its job
+    reused = STANDBY.waiting[0]
     second, _ = _run(tmp_path, "round1")
-    # started ahead, it was ready (imports done) before its job came: it waited in standby
-    marks = dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(second)))
-    assert list(marks)[:3] == ["imports", "ready", "job"]
-    assert float(marks["ready"]) <= float(marks["job"]) <= float(marks["end"])
+    # the same process, warm: its second job's marks count from when the job was handed over, and the log holds
+    # this job's output alone
+    assert list(_marks(_timeline(second, REUSED_ORIGIN)))[:2] == ["job", "module"]
+    assert second.count("child timeline") == 1
+    assert STANDBY.waiting[0] is reused and reused.process.poll() is None and len(STANDBY.waiting) == 2
+
+
+def test_a_child_whose_job_failed_a_config_is_not_reused(tmp_path):
+    folder = tmp_path / "failing"
+    folder.mkdir()
+    (folder / "module.py").write_text(MODULE + textwrap.dedent('''
+
+        def broken(a, b, c):
+            raise RuntimeError("no kernel")
+
+        LAUNCHERS["BM64_BN16_BK16_GM1_SK1_nW1_nS1"] = broken
+    '''))
+    job = ChildJob(module_path=str(folder / "module.py"), timer="host", csv_path=str(folder / "t.csv"),
+                   progress_path=str(folder / "p.txt"), time_configs=[*NAMES, "BM64_BN16_BK16_GM1_SK1_nW1_nS1"],
+                   warmup=1, iters=2)
+    outcome = run_child(job, folder, interpret=True, config_timeout=60, standby=1)
+    assert list(outcome.failed) == ["BM64_BN16_BK16_GM1_SK1_nW1_nS1"]
+    assert len(STANDBY.waiting) == 1 and "ready" in _marks(_timeline(_run(tmp_path, "after")[0]))
+
+
+def test_a_child_that_has_served_its_share_of_configs_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr("profiling.standby.MAX_CONFIGS_SERVED", 3)  # each job here hands over 2
+    _run(tmp_path, "round0")
+    reused = STANDBY.waiting[0]
+    _run(tmp_path, "round1")  # 4 served: stopped once its job ended
+    assert reused.process.poll() is not None and reused not in STANDBY.waiting
 
 
 def test_a_standby_started_for_another_environment_is_not_taken(tmp_path):
     _run(tmp_path, "round0")
+    before = STANDBY.waiting
     other, _ = _run(tmp_path, "round1", env={"TUNE_GEMM_TEST_MARK": "other"})
-    assert "ready" not in _timeline(other)  # a fresh child: the waiting one had the wrong environment
+    assert all(child.process.poll() is not None for child in before)  # stopped: the next job could not take them
+    assert _timeline(other).startswith("imports") and not set(_pids()) & {child.process.pid for child in before}
 
 
 def test_a_dead_standby_is_replaced(tmp_path):
     _run(tmp_path, "round0")
-    STANDBY.waiting[0].process.kill()
-    STANDBY.waiting[0].process.wait()
+    for child in STANDBY.waiting:
+        child.process.kill()
+        child.process.wait()
+    dead = {child.process.pid for child in STANDBY.waiting}
     again, _ = _run(tmp_path, "round1")
-    assert "ready" not in _timeline(again)
+    assert _timeline(again).startswith("imports") and STANDBY.waiting and not set(_pids()) & dead
 
 
 def test_stop_ends_the_waiting_child_and_removes_its_files(tmp_path):
@@ -112,8 +155,11 @@ def test_a_child_that_ends_before_it_is_warm_is_not_ready(tmp_path):
 def test_a_child_started_ahead_is_taken_by_the_first_run(tmp_path):
     start_standby({}, "host", interpret=True)  # as tuner.start_up does before a run's first size
     assert STANDBY.wait_ready(120.0)
+    ahead = STANDBY.waiting[0]
     logged, _ = _run(tmp_path, "round0")
-    assert list(dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(logged))))[:3] == ["imports", "ready", "job"]
+    marks = _marks(_timeline(logged))
+    assert list(marks)[:3] == ["imports", "ready", "job"] and marks["ready"] <= marks["job"]
+    assert STANDBY.waiting[0] is ahead  # it ran the job and waits again
 
 
 def test_a_child_waiting_for_another_key_is_replaced_and_one_for_the_same_key_kept():
@@ -149,9 +195,9 @@ def test_children_are_kept_waiting_up_to_the_count_and_taken_oldest_first():
 
 def test_a_run_keeping_two_waiting_takes_the_older_one(tmp_path):
     start_standby({}, "host", interpret=True, count=2)  # as tuner.start_up does under a time budget
-    oldest = STANDBY.waiting[0]
+    oldest, other = STANDBY.waiting
     assert STANDBY.wait_ready(120.0) and oldest.ready_path.exists()
     logged, _ = _run(tmp_path, "round0", standby=2)
-    assert list(dict(re.findall(r"(\w[\w ]*?) ([\d.]+)(?:,|$)", _timeline(logged))))[:3] == ["imports", "ready", "job"]
-    assert oldest.process.poll() is not None  # it ran the job
-    assert len(STANDBY.waiting) == 2 and oldest not in STANDBY.waiting  # the other still waits, a new one beside it
+    assert list(_marks(_timeline(logged)))[:3] == ["imports", "ready", "job"]
+    # it ran the job and is back first; the other still waits, and a third started during the job
+    assert STANDBY.waiting[:2] == [oldest, other] and len(STANDBY.waiting) == 3

@@ -132,9 +132,9 @@ def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side
         (0, False, False), (1, False, False), (2, True, True)]
     cut = outcome.searched.rounds[1]
     assert cut.planned == len(second.time_configs) and 1 <= cut.configs <= cut.planned
-    assert cut.cut_at == 994.0 and outcome.searched.rounds[0].cut_at is None
+    assert cut.cut_at == 997.0 and outcome.searched.rounds[0].cut_at is None
     assert outcome.searched.note == (
-        f"time budget of 1000 s spent: round 0 timed all its 8 configs, round 1 stopped at 994 s ({cut.configs} of "
+        f"time budget of 1000 s spent: round 0 timed all its 8 configs, round 1 stopped at 997 s ({cut.configs} of "
         f"its {cut.planned} configs timed); {8 + cut.configs} of 24 configs timed in all, winner picked from the 3 "
         f"fastest timed again in a closing round")
     # a rerun resumes round 1, whose finalists may change: the closing round is not in the checkpoint
@@ -143,14 +143,14 @@ def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side
 
 def test_a_budget_spent_in_the_first_refine_round_still_refines_the_best_shapes_it_timed(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(search, "REFINE", REFINE)
-    _spend_after(monkeypatch, 3, sample=True)  # round 0 stops at 984 s of 1000: round 1 has until 994
+    _spend_after(monkeypatch, 3, sample=True)  # round 0 stops at 987 s of 1000: round 1 has until 997
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
     first, second, closing = jobs
     assert first.stop_path.endswith("stop_sample") and second.stop_path.endswith("stop")
     timed_first = Checkpoint.open(tmp_path, PROBLEM.file_tag, _key(outcome)).rounds[0].times
     shapes_timed = {shape_of(Config.parse(name)) for name in timed_first}
     cut, refined = outcome.searched.rounds[:2]
-    assert 3 <= cut.configs == len(timed_first) < cut.planned == 8 and cut.cut_at == pytest.approx(984.0)
+    assert 3 <= cut.configs == len(timed_first) < cut.planned == 8 and cut.cut_at == pytest.approx(987.0)
     # round 1: the other variants of the best two shapes among those round 0 timed
     assert refined.cut_at is None and refined.configs == refined.planned == len(second.time_configs) == 2 * 2
     assert {shape_of(Config.parse(name)) for name in second.time_configs} <= shapes_timed
@@ -159,12 +159,12 @@ def test_a_budget_spent_in_the_first_refine_round_still_refines_the_best_shapes_
     assert set(closing.time_configs) <= set(first.time_configs) | set(second.time_configs)
     assert len(closing.time_configs) == REFINE.final and [job.cache_flush for job in jobs] == [False, False, True]
     assert [(r.index, r.closing) for r in outcome.searched.rounds] == [(0, False), (1, False), (2, True)]
-    assert outcome.searched.note.startswith(f"time budget of 1000 s spent: round 0 stopped at 984 s ({cut.configs} "
+    assert outcome.searched.note.startswith(f"time budget of 1000 s spent: round 0 stopped at 987 s ({cut.configs} "
                                             f"of its 8 configs timed), round 1 timed all its 4 configs; ")
     assert outcome.searched.flushed and str(outcome.winner) in closing.time_configs
 
 
-@pytest.mark.parametrize("budget, sample_seconds", [(40.0, 28.0), (130.0, 114.0), (1.0, 0.65)])
+@pytest.mark.parametrize("budget, sample_seconds", [(40.0, 31.0), (130.0, 117.0), (1.0, 0.65)])
 def test_refine_round_0_leaves_round_1_a_reserve_of_fifteen_percent_at_most_ten_seconds(budget, sample_seconds):
     assert search.sample_seconds(budget) == pytest.approx(sample_seconds)
 
@@ -189,8 +189,8 @@ def test_a_budget_spent_in_a_halving_round_closes_with_its_fastest(tmp_path, mon
     assert [(r.index, r.iters, r.closing) for r in outcome.searched.rounds] == [(0, 1, False), (1, 4, True)]
 
 
-@pytest.mark.parametrize("budget, finalist_seconds", [(40.0, 34.0), (130.0, 124.0), (1.0, 0.8), (20.0, 16.0)])
-def test_the_closing_round_keeps_a_fifth_of_the_budget_at_most_six_seconds(budget, finalist_seconds):
+@pytest.mark.parametrize("budget, finalist_seconds", [(40.0, 37.0), (130.0, 127.0), (1.0, 0.8), (15.0, 12.0)])
+def test_the_closing_round_keeps_a_fifth_of_the_budget_at_most_three_seconds(budget, finalist_seconds):
     assert search.finalist_seconds(budget) == pytest.approx(finalist_seconds)
 
 
