@@ -9,8 +9,9 @@ the job names one (gen.parts), else from the job's module; each module is loaded
 At its end it prints where its start-up went (profiling.child_timeline) on its output, which --verbose shows.
 
 Started in standby (`python -m profiling.child --standby GO TIMER`, profiling.standby), a child serves one job after
-another: once a job ends with every config run and none failed, it says so in GO's done file and waits for GO to
-name the next job; a job that failed a config, or lost the GPU context, ends the child as before.
+another: once a job ends with exit code 0 and none of its configs failed (a job a stop request cut short included),
+it frees the job's memory, says so in GO's done file and waits for GO to name the next job; a job that failed a
+config, or lost the GPU context, ends the child as before.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class _Progress:
     def mark(self, event: str, name: str, reason: str = "") -> None:
         if event == "start":
             self._timeline.mark("first config")
-        self.failures += event == "fail"
+        self.failures += int(event == "fail")
         line = f"{event} {name}" + (f" {' '.join(reason.split())}" if reason else "")
         self._handle.write(line + "\n")
         self._handle.flush()
@@ -179,13 +180,13 @@ def _with_fault(launcher, fault: str | None, on_gpu: bool):
     return faulty
 
 
-def run(job: ChildJob, timeline: Timeline | None = None) -> int:
-    """Time and check the job's configs (exit code: 0, or EXIT_CONTEXT_LOST); `timeline`: a standby child's own."""
-    return run_counted(job, timeline)[0]
+def run(job: ChildJob) -> int:
+    """Time and check the job's configs (exit code: 0, or EXIT_CONTEXT_LOST)."""
+    return run_counted(job)[0]
 
 
 def run_counted(job: ChildJob, timeline: Timeline | None = None) -> tuple[int, int]:
-    """run(), and how many of the job's configs failed."""
+    """run(), and how many of the job's configs failed; `timeline`: a standby child's own."""
     if timeline is None:
         timeline = Timeline()
         timeline.mark("imports")
@@ -281,13 +282,14 @@ def _warm_up(timer_name: str) -> None:
         pass
 
 
-def _next_job(go_path: Path) -> ChildJob:
-    """Wait for go_path to name a job file; the job, with go_path removed for the one after it."""
+def _next_job(go_path: Path) -> tuple[ChildJob, float]:
+    """Wait for go_path to name a job file; (the job, when it was handed over), go_path removed for the next."""
     while not go_path.exists():
         time.sleep(_GO_POLL_SECONDS)
+    handed_at = go_path.stat().st_mtime  # written whole and renamed into place: the runner's moment
     job_path = Path(go_path.read_text())
     go_path.unlink()
-    return ChildJob.load(job_path)
+    return ChildJob.load(job_path), handed_at
 
 
 def _release_memory() -> None:
@@ -315,17 +317,18 @@ def standby(go_path: Path, timer_name: str) -> int:
     _warm_up(timer_name)
     timeline.mark("ready")
     ready_path_for(go_path).touch()
-    job = _next_job(go_path)
+    job, _ = _next_job(go_path)
     while True:
         timeline.mark("job")
         code, failures = run_counted(job, timeline)
         if code != 0 or failures:  # a config that failed may have left the process or its GPU context unsound
             return code
+        # freed before the report, so that a child that cannot free it ends while its job is still its own
+        _release_memory()
         sys.stdout.flush()  # the job's output all in the file before the runner reads it
         _report_done(go_path, code)
-        _release_memory()  # while the runner reads what the job wrote
-        job = _next_job(go_path)
-        timeline = Timeline(launched=time.time(), since=REUSED_ORIGIN)
+        job, handed_at = _next_job(go_path)
+        timeline = Timeline(origin=handed_at, since=REUSED_ORIGIN)
 
 
 if __name__ == "__main__":

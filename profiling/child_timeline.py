@@ -19,11 +19,11 @@ REUSED_ORIGIN = "its job, a reused child"  # a standby child's later jobs count 
 
 
 class Timeline:
-    def __init__(self, launched: float | None = None, since: str = "launch"):
-        if launched is None:
-            launched = float(os.environ.get(LAUNCHED_ENV, "nan"))
-        self.launched = launched
-        self.since = since  # what `launched` is the time of
+    def __init__(self, origin: float | None = None, since: str = "launch"):
+        if origin is None:
+            origin = float(os.environ.get(LAUNCHED_ENV, "nan"))
+        self.origin = origin  # time.time() the marks count from: the launch, unless `since` says otherwise
+        self.since = since
         self.marks: list[tuple[str, float]] = []
 
     def mark(self, label: str) -> None:
@@ -32,9 +32,10 @@ class Timeline:
             self.marks.append((label, time.time()))
 
     def line(self) -> str:
-        if math.isnan(self.launched):  # run by hand, not by the runner: times from the first mark
+        if math.isnan(self.origin):  # run by hand, not by the runner: times from the first mark
             start = self.marks[0][1] if self.marks else 0.0
-            origin = "since its first mark"
+            counted_from = "since its first mark"
         else:
-            start, origin = self.launched, f"since {self.since}"
-        return f"{TIMELINE_PREFIX}(s {origin}): " + ", ".join(f"{label} {at - start:.1f}" for label, at in self.marks)
+            start, counted_from = self.origin, f"since {self.since}"
+        marks = ", ".join(f"{label} {at - start:.1f}" for label, at in self.marks)
+        return f"{TIMELINE_PREFIX}(s {counted_from}): {marks}"

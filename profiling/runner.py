@@ -109,19 +109,20 @@ def start_standby(extra_env: dict[str, str], timer: str, interpret: bool, count:
 
 @dataclass
 class _Launched:
-    """The child running one job: a process of its own, or one in standby mode (`served`), which reports the job's
-    end in a file and may then be given back to the standby queue for another job."""
+    """The child running one job: a process of its own, or one in standby mode (`standby_child`), which reports the
+    job's end in a file and then waits for another job."""
     process: subprocess.Popen
     output_path: Path  # its stdout and stderr
     output_start: int = 0  # where this job's output begins there (a reused child's file holds earlier jobs')
-    served: StandbyChild | None = None
+    standby_child: StandbyChild | None = None
+    reused: bool = False  # it ran jobs before this one
+    waits_again: bool = False  # it reported this job over and waits for the next
 
-    def job_ended(self) -> int | None:
-        """The job's exit code once it is over (the process ended, or the standby child reported it and went
-        back to the queue), else None."""
-        code = self.served.job_ended() if self.served is not None else None
+    def exit_code(self) -> int | None:
+        """The job's exit code once it is over (the process ended, or the standby child reported it), else None."""
+        code = self.standby_child.job_ended() if self.standby_child is not None else None
         if code is not None:
-            STANDBY.give_back(self.served)
+            self.waits_again = True
             return code
         return self.process.poll()
 
@@ -130,9 +131,16 @@ class _Launched:
             output.seek(self.output_start)
             return output.read().decode(errors="replace").strip().splitlines()
 
-
-def _job_configs(job: ChildJob) -> int:
-    return len(job.time_configs) + len(job.check_configs) + job.baseline
+    def release(self, configs_started: int) -> None:
+        """Once the runner is done with the job, over or abandoned: a child that waits for another job goes back to
+        the standby queue (counting the configs this job started, profiling.standby.MAX_CONFIGS_SERVED); any
+        other still running is stopped, since one in standby mode would wait for a job forever."""
+        if self.waits_again:
+            self.standby_child.configs_served += configs_started
+            STANDBY.give_back(self.standby_child)
+        elif self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
 def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int) -> _Launched:
@@ -148,28 +156,53 @@ def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int) 
                                      stderr=subprocess.STDOUT, preexec_fn=_PREEXEC)
         return _Launched(child, output_path)
     key = standby_key(env, job.timer)
-    served = STANDBY.take(key) or STANDBY.fresh(key, env, PROJECT_ROOT, _PREEXEC)
+    chosen = STANDBY.take(key) or STANDBY.spawn_for_job(key, env, PROJECT_ROOT, _PREEXEC)
+    reused = chosen.configs_served > 0
     # a child's first job owns its start-up's output too (what it said if it failed to start)
-    output_start = _size(served.output_path) if served.configs_served else 0
-    launched = _Launched(served.process, served.output_path, output_start, served)
-    served.start(job_path, _job_configs(job))
+    launched = _Launched(chosen.process, chosen.output_path, _size(chosen.output_path) if reused else 0, chosen,
+                         reused)
+    chosen.start(job_path)
     start_standby(job.env, job.timer, interpret, standby)
     return launched
 
 
+def _started_since(progress_path: Path, offset: int) -> int:
+    """Configs started (progress "start" lines) in the progress file past `offset`."""
+    if not progress_path.exists():
+        return 0
+    with open(progress_path, "rb") as progress:
+        progress.seek(offset)
+        return sum(line.startswith(b"start ") for line in progress)
+
+
+@dataclass
+class _Ended:
+    code: int  # the job's exit code (EXIT_STOPPED, -9 for a child the runner killed)
+    reason: str  # the last lines of its output
+    reused: bool = False  # its child had run jobs before
+
+
 def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
-              wrap=None, watch: Callable[[], None] | None = None, standby: int = 0) -> tuple[int, str]:
-    """Run one child's job (the child wrapped in a profiler's command) to its end, calling watch() as it goes;
-    returns (exit code, last lines of its output). A hang is killed: no progress, and no config ready for it
-    either (a streaming child waits on its ready file, profiling.stream, while the tuner compiles)."""
+              wrap=None, watch: Callable[[], None] | None = None, standby: int = 0) -> _Ended:
+    """Run one child's job (the child wrapped in a profiler's command) to its end, calling watch() as it goes.
+    A hang is killed: no progress, and no config ready for it either (a streaming child waits on its ready
+    file, profiling.stream, while the tuner compiles)."""
     job.save(job_path)
     watched = [Path(path) for path in (job.progress_path, job.ready_path) if path]
     launched_at = _size(watched[0])
     launched = _launch(job, job_path, interpret, wrap, standby)
+    try:
+        return _watch(job, launched, watched, launched_at, config_timeout, log, watch)
+    finally:
+        launched.release(_started_since(watched[0], launched_at))
+
+
+def _watch(job: ChildJob, launched: _Launched, watched: list[Path], launched_at: int, config_timeout: float, log,
+           watch: Callable[[], None] | None) -> _Ended:
     child = launched.process
     last_change, last_size = time.monotonic(), -1
     stop_seen = None
-    while (code := launched.job_ended()) is None:
+    while (code := launched.exit_code()) is None:
         if watch is not None:
             watch()
         if stop_requested(job):
@@ -177,7 +210,7 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
             if time.monotonic() - stop_seen > STOP_GRACE_SECONDS:
                 child.kill()
                 child.wait()
-                return EXIT_STOPPED, f"still running {STOP_GRACE_SECONDS:.0f} s after a stop request, killed"
+                return _Ended(EXIT_STOPPED, f"still running {STOP_GRACE_SECONDS:.0f} s after a stop request, killed")
         size = sum(_size(path) for path in watched)
         # Until it marks its first config, the child is starting (imports, GPU context, inputs), which
         # on a busy machine can outlast a short config timeout: it gets the start-up allowance instead.
@@ -188,13 +221,13 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
         elif time.monotonic() - last_change > limit:
             child.kill()
             child.wait()
-            return -9, f"no progress for {limit:.0f} s ({'hang' if started else 'stuck starting'}), killed"
+            return _Ended(-9, f"no progress for {limit:.0f} s ({'hang' if started else 'stuck starting'}), killed")
         time.sleep(_POLL_SECONDS)
     text = launched.output()
     if log and text:
         log("\n".join(text[-20:]))
     said = [line for line in text if not line.startswith(TIMELINE_PREFIX)]  # the reason is what went wrong
-    return code, " | ".join(said[-3:])
+    return _Ended(code, " | ".join(said[-3:]), launched.reused)
 
 
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,
@@ -202,8 +235,9 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
               standby: int = 0) -> ChildOutcome:
     """Run `job` in child processes until every config is done or known to fail (or, with job.stop_path, until
     a stop is requested). watch() is called every few milliseconds while a child runs. With `standby` (a count),
-    each child takes over the oldest started in standby during earlier children, if it fits, and `standby` are
-    kept waiting (profiling.standby).
+    each child takes over the first in the standby queue that fits (a child whose earlier job ran clean, else
+    the oldest started ahead), `standby` are kept waiting, and a child whose job runs clean goes back to the
+    queue for the next (profiling.standby).
 
     With an external profiler, each child runs under it and the kernel records it wrote are parsed
     and appended to job.csv_path once all children are done."""
@@ -212,14 +246,15 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
     progress_path.unlink(missing_ok=True)
     if job.check_path:
         Path(job.check_path).unlink(missing_ok=True)
-    pending, started_before, traces = replace(job), 0, []
+    pending, started_before, traces, retried_reused = replace(job), 0, [], False
     while True:
         wrap = None
         if profiler is not None:
             traces.append(Path(workdir) / f"{profiler.name}_{len(traces)}.out")
             wrap = functools.partial(profiler.wrap, output=traces[-1])
-        code, reason = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log, wrap,
-                                 watch, standby)
+        ended = _run_once(pending, Path(workdir) / "child_job.json", interpret, config_timeout, log, wrap, watch,
+                          standby)
+        code, reason = ended.code, ended.reason
         progress = _read_progress(progress_path)
         outcome.failed.update(progress.failed)
         if code == EXIT_STOPPED:  # what it was timing is left untimed, for a later run to time
@@ -238,6 +273,9 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
         if code == 0 or not (pending.time_configs or pending.check_configs or pending.baseline):
             break
         if progress.started == started_before:
+            if ended.reused and not retried_reused:  # it died between jobs: the job itself may be fine
+                retried_reused = True
+                continue
             raise ChildFailed(f"profiling child failed before any config ran (exit {code}): {reason}")
         started_before = progress.started
         outcome.restarts += 1

@@ -7,17 +7,18 @@ of 8 or 52 configs. So while one child runs, the runner starts the next one in s
 session of the timer, then waits for GO to name its job file. The runner's next child takes over the oldest one
 waiting when its environment matches (same variables, same timer, no external profiler wrapping it); one started
 for another environment is stopped and a fresh one started. The runner keeps as many waiting as it is asked
-(TuneSettings.standby_children): one, or two where a round may last less than a child's start-up (a round cut
-by a time budget: its standby, started with it, was not warm when the round after it began, BENCHMARKS.md,
-forty-fourth run). They are stopped at exit, and die with the tuner (kill -9 included) like any child. Once warm
-a child creates its ready file, so that a tuner can wait for it (tuner.start_up: the first child of a run is
-started ahead of the first size and waited for).
+(TuneSettings.standby_children), besides a child given back (below): one, or two where a round may last less than
+a child's start-up (a round cut by a time budget: its standby, started with it, was not warm when the round after
+it began, BENCHMARKS.md, forty-fourth run). Those waiting are stopped at exit, one running a job by the runner
+when it leaves the job early, and all die with the tuner (kill -9 included) like any child. Once warm a child
+creates its ready file, so that a tuner can wait for it (tuner.start_up: the first child of a run is started ahead
+of the first size and waited for).
 
 A child in standby mode serves more than one job: one that ends with none of its configs failed writes its exit
 code to GO's done file and waits for GO again, and the runner gives it back to the front of the queue, warm, for
 the next job (a round cut short by a time budget, the `--compare` check after the closing round: each then starts
 at once, where a child started a few seconds before was still importing). Every config a child loads stays loaded
-in its GPU context, so one that has served MAX_CONFIGS_SERVED configs is stopped instead.
+in its GPU context, so one that has started MAX_CONFIGS_SERVED configs is stopped instead.
 """
 
 from __future__ import annotations
@@ -30,14 +31,15 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from profiling.child_timeline import LAUNCHED_ENV
 
 
-# Configs a child may be handed over all its jobs before it is stopped rather than reused: each one it loads stays
-# loaded in its GPU context. A refine search's rounds at one size hand out 700-1200 in all (the default space).
+# Configs a child may start over all its jobs before it is stopped rather than reused: each one it loads stays loaded
+# in its GPU context. A refine search's rounds at one size time 700-1200 configs in all (the default space).
 MAX_CONFIGS_SERVED = 3000
 
 
@@ -47,7 +49,7 @@ class StandbyChild:
     go_path: Path  # the runner writes the job file's path here to start it
     output_path: Path  # the child's stdout and stderr
     key: tuple  # what it was started for: environment and timer
-    configs_served: int = 0  # configs in the jobs handed to it so far
+    configs_served: int = 0  # configs its jobs have started so far (the runner counts them from the progress file)
 
     @property
     def ready_path(self) -> Path:
@@ -57,9 +59,8 @@ class StandbyChild:
     def done_path(self) -> Path:
         return done_path_for(self.go_path)
 
-    def start(self, job_path: Path, configs: int) -> None:
-        """Hand the child its job of `configs` configs (written atomically: the child polls for the file)."""
-        self.configs_served += configs
+    def start(self, job_path: Path) -> None:
+        """Hand the child its job (written atomically: the child polls for the file)."""
         temporary = self.go_path.with_name(self.go_path.name + ".tmp")
         temporary.write_text(str(job_path))
         os.replace(temporary, self.go_path)
@@ -75,7 +76,7 @@ class StandbyChild:
 
     @property
     def reusable(self) -> bool:
-        """Whether it may take another job after this one: it has not served MAX_CONFIGS_SERVED configs yet."""
+        """Whether it may take another job: it has not started MAX_CONFIGS_SERVED configs yet."""
         return self.configs_served < MAX_CONFIGS_SERVED
 
 
@@ -122,7 +123,8 @@ class Standby:
         else:
             _stop(child)
 
-    def fresh(self, key: tuple, env: dict[str, str], root: Path, preexec_fn) -> StandbyChild:
+    def spawn_for_job(self, key: tuple, env: dict[str, str], root: Path,
+                      preexec_fn: Callable[[], None] | None) -> StandbyChild:
         """A child started in standby mode for a job to be handed to it at once (not queued), so that it can be
         given back afterwards like those started ahead."""
         return self._spawn(key, env, root, preexec_fn)

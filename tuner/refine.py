@@ -21,7 +21,7 @@ representative's GROUP_SIZE_M 8 is that one group wherever M has two to eight ro
   not decide).
 
 A space of few configs per shape (16³: 24 configs in 12 shapes) is timed whole in one round instead: refining
-it would time most configs anyway, in three children instead of one.
+it would time most configs anyway, in three rounds instead of one.
 
 Every round uses the run's `--warmup` and `--iters`, so it compiles and times a fraction of the space (about a
 sixth at 4096³) with the care of an exhaustive search. Ties in time are broken by config name.

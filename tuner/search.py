@@ -3,7 +3,8 @@
 Compiling and timing overlap: a compile stream (tuner.compile, in a thread of the tuner) reports each
 config as it compiles, and the timing child times configs in that order as they become ready
 (profiling.stream), so the GPU works while the CPU compiles. `--jobs N` splits the configs into N
-chunks, each timed by its own child (ChildJob) as soon as its configs have compiled.
+chunks, each a child's job (ChildJob) timed as soon as its configs have compiled, one after another (by the
+same child while each runs clean, profiling.standby).
 
 `--search exhaustive` times every config with the run's warm-up and launches. `--search halving` runs
 the rounds of tuner.halving: a short first round over every config, longer rounds over the best
@@ -65,10 +66,12 @@ if TYPE_CHECKING:
 SEARCHES = ("exhaustive", "halving", "refine")
 HALVING = HalvingPlan()
 REFINE = RefinePlan()
-# The closing round's reserve of a time budget: it times `final` (8) compiled configs, in 0.2-0.4 s from the end of
+# The closing round's reserve of a time budget: it times `final` (8) compiled configs, in 0.2-0.5 s from the end of
 # round 1 in round 1's own child, reused (H200, BENCHMARKS.md, forty-fifth run; 2.0-2.7 s in a child warm in standby,
-# forty-fourth, up to 11.6 s where the child was still starting); the rest covers a round's overrun (its child
-# finishes the config it is timing). A long budget needs no more than a short one.
+# forty-fourth, up to 11.6 s where the child was still starting). The rest covers the cut round's overrun: its child
+# stops between batches (at most CUPTI_BATCH configs, about 1.6 s at 20 configs/s) and then times torch.matmul. A
+# child that overruns more, and is killed STOP_GRACE_SECONDS after the stop, leaves the closing round to a child in
+# standby and less time than it needs. A long budget needs no more reserve than a short one.
 CLOSING_SHARE = 0.2
 CLOSING_MAX_SECONDS = 3.0
 # Refine's round 1 reserve when a budget cuts round 0: the variants of the best shapes sampled, nearest first. 6 s of

@@ -8,7 +8,7 @@ from profiling.child_timeline import LAUNCHED_ENV, REUSED_ORIGIN, Timeline
 
 
 def test_marks_count_from_the_launch_and_a_label_keeps_its_first_time():
-    timeline = Timeline(launched=time.time() - 2.0)
+    timeline = Timeline(origin=time.time() - 2.0)
     timeline.mark("imports")
     timeline.mark("first config")
     timeline.mark("first config")  # a later config: not a new milestone
@@ -32,6 +32,6 @@ def test_a_child_run_by_hand_counts_from_its_first_mark(monkeypatch):
 
 
 def test_a_reused_child_counts_its_job_from_when_it_was_handed_over():
-    timeline = Timeline(launched=time.time() - 1.0, since=REUSED_ORIGIN)
+    timeline = Timeline(origin=time.time() - 1.0, since=REUSED_ORIGIN)
     timeline.mark("job")
     assert timeline.line() == "child timeline (s since its job, a reused child): job 1.0"

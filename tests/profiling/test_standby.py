@@ -12,10 +12,10 @@ import time
 import pytest
 from helpers import FAKE_MODULE_HEAD
 
+from profiling.child_timeline import REUSED_ORIGIN
 from profiling.job import ChildJob
 from profiling.postprocess import load_timings, summarize
 from profiling.runner import PROJECT_ROOT, run_child, start_standby
-from profiling.child_timeline import REUSED_ORIGIN
 from profiling.standby import STANDBY, Standby, standby_key
 
 MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
@@ -74,22 +74,72 @@ def test_a_child_whose_job_ran_clean_takes_the_next_job(tmp_path):
     assert STANDBY.waiting[0] is reused and reused.process.poll() is None and len(STANDBY.waiting) == 2
 
 
-def test_a_child_whose_job_failed_a_config_is_not_reused(tmp_path):
-    folder = tmp_path / "failing"
+def _job_with(folder, extra_launchers: str, names: list[str]) -> ChildJob:
+    """A job over `names` of a module holding the two fine configs and those `extra_launchers` adds."""
     folder.mkdir()
-    (folder / "module.py").write_text(MODULE + textwrap.dedent('''
+    (folder / "module.py").write_text(MODULE + textwrap.dedent(extra_launchers))
+    return ChildJob(module_path=str(folder / "module.py"), timer="host", csv_path=str(folder / "t.csv"),
+                    progress_path=str(folder / "p.txt"), time_configs=names, warmup=1, iters=2)
 
+
+def test_a_child_whose_job_failed_a_config_is_not_reused(tmp_path):
+    job = _job_with(tmp_path / "failing", '''
         def broken(a, b, c):
             raise RuntimeError("no kernel")
 
         LAUNCHERS["BM64_BN16_BK16_GM1_SK1_nW1_nS1"] = broken
-    '''))
-    job = ChildJob(module_path=str(folder / "module.py"), timer="host", csv_path=str(folder / "t.csv"),
-                   progress_path=str(folder / "p.txt"), time_configs=[*NAMES, "BM64_BN16_BK16_GM1_SK1_nW1_nS1"],
-                   warmup=1, iters=2)
-    outcome = run_child(job, folder, interpret=True, config_timeout=60, standby=1)
+    ''', [*NAMES, "BM64_BN16_BK16_GM1_SK1_nW1_nS1"])
+    outcome = run_child(job, tmp_path / "failing", interpret=True, config_timeout=60, standby=1)
     assert list(outcome.failed) == ["BM64_BN16_BK16_GM1_SK1_nW1_nS1"]
     assert len(STANDBY.waiting) == 1 and "ready" in _marks(_timeline(_run(tmp_path, "after")[0]))
+
+
+def test_a_reused_child_that_hangs_is_killed_and_not_given_back(tmp_path):
+    _run(tmp_path, "round0")
+    reused = STANDBY.waiting[0]
+    job = _job_with(tmp_path / "hanging", '''
+        def hangs(a, b, c):
+            time.sleep(600)
+
+        LAUNCHERS["BM64_BN16_BK16_GM1_SK1_nW1_nS1"] = hangs
+    ''', ["BM64_BN16_BK16_GM1_SK1_nW1_nS1", *NAMES])
+    outcome = run_child(job, tmp_path / "hanging", interpret=True, config_timeout=2, standby=1)
+    assert "hang" in outcome.failed["BM64_BN16_BK16_GM1_SK1_nW1_nS1"] and outcome.restarts == 1
+    assert reused.process.poll() is not None and reused not in STANDBY.waiting
+    assert sorted(summarize(load_timings(tmp_path / "hanging" / "t.csv"), warmup=1)["config"]) == NAMES
+
+
+def test_a_reused_child_that_died_between_jobs_leaves_the_job_to_another(tmp_path, monkeypatch):
+    _run(tmp_path, "round0")
+    take = STANDBY.take
+
+    def take_one_that_dies(key):
+        child = take(key)
+        child.process.kill()  # between the check that it lives and its job
+        child.process.wait()
+        monkeypatch.setattr(STANDBY, "take", take)
+        return child
+
+    monkeypatch.setattr(STANDBY, "take", take_one_that_dies)
+    logged, _ = _run(tmp_path, "round1")  # no ChildFailed: the job ran in a child that was waiting
+    assert "ready" in _marks(_timeline(logged))
+
+
+def test_a_child_whose_runner_leaves_its_job_early_is_stopped(tmp_path):
+    _run(tmp_path, "round0")
+    reused = STANDBY.waiting[0]
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    folder = tmp_path / "left"
+    folder.mkdir()
+    (folder / "module.py").write_text(MODULE)
+    job = ChildJob(module_path=str(folder / "module.py"), timer="host", csv_path=str(folder / "t.csv"),
+                   progress_path=str(folder / "p.txt"), time_configs=NAMES, warmup=1, iters=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_child(job, folder, interpret=True, config_timeout=60, watch=interrupted, standby=1)
+    assert reused.process.poll() is not None and reused not in STANDBY.waiting  # not left waiting for a job
 
 
 def test_a_child_that_has_served_its_share_of_configs_is_stopped(tmp_path, monkeypatch):
@@ -105,7 +155,7 @@ def test_a_standby_started_for_another_environment_is_not_taken(tmp_path):
     before = STANDBY.waiting
     other, _ = _run(tmp_path, "round1", env={"TUNE_GEMM_TEST_MARK": "other"})
     assert all(child.process.poll() is not None for child in before)  # stopped: the next job could not take them
-    assert _timeline(other).startswith("imports") and not set(_pids()) & {child.process.pid for child in before}
+    assert REUSED_ORIGIN not in other and not set(_pids()) & {child.process.pid for child in before}
 
 
 def test_a_dead_standby_is_replaced(tmp_path):
@@ -115,7 +165,7 @@ def test_a_dead_standby_is_replaced(tmp_path):
         child.process.wait()
     dead = {child.process.pid for child in STANDBY.waiting}
     again, _ = _run(tmp_path, "round1")
-    assert _timeline(again).startswith("imports") and STANDBY.waiting and not set(_pids()) & dead
+    assert REUSED_ORIGIN not in again and STANDBY.waiting and not set(_pids()) & dead
 
 
 def test_stop_ends_the_waiting_child_and_removes_its_files(tmp_path):
