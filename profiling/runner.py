@@ -143,12 +143,12 @@ class _Launched:
             self.process.wait()
 
 
-def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int) -> _Launched:
-    """The child for the saved job: with `standby` (and no profiler wrapping it), the oldest in standby started for
-    the same environment and timer, else a new one in standby mode; children then start in standby until
-    `standby` wait. Without, a new child for this job alone."""
+def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int | None) -> _Launched:
+    """The child for the saved job: with `standby` a count (and no profiler wrapping the child), the first in the
+    standby queue that fits, else a new one in standby mode; children then start in standby until `standby` wait.
+    With None, a new child for this job alone."""
     env = _child_env(interpret, job.env)
-    if not standby or wrap is not None:
+    if standby is None or wrap is not None:
         output_path = job_path.with_suffix(".stderr")
         command = [sys.executable, "-m", "profiling.child", str(job_path)]
         with open(output_path, "w") as output:
@@ -183,7 +183,7 @@ class _Ended:
 
 
 def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: float, log,
-              wrap=None, watch: Callable[[], None] | None = None, standby: int = 0) -> _Ended:
+              wrap=None, watch: Callable[[], None] | None = None, standby: int | None = None) -> _Ended:
     """Run one child's job (the child wrapped in a profiler's command) to its end, calling watch() as it goes.
     A hang is killed: no progress, and no config ready for it either (a streaming child waits on its ready
     file, profiling.stream, while the tuner compiles)."""
@@ -232,12 +232,12 @@ def _watch(job: ChildJob, launched: _Launched, watched: list[Path], launched_at:
 
 def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: float = 300.0, log=None,
               profiler: ExternalProfiler | None = None, watch: Callable[[], None] | None = None,
-              standby: int = 0) -> ChildOutcome:
+              standby: int | None = None) -> ChildOutcome:
     """Run `job` in child processes until every config is done or known to fail (or, with job.stop_path, until
-    a stop is requested). watch() is called every few milliseconds while a child runs. With `standby` (a count),
-    each child takes over the first in the standby queue that fits (a child whose earlier job ran clean, else
-    the oldest started ahead), `standby` are kept waiting, and a child whose job runs clean goes back to the
-    queue for the next (profiling.standby).
+    a stop is requested). watch() is called every few milliseconds while a child runs. With `standby` a count
+    (0 included), each child takes over the first in the standby queue that fits (a child whose earlier job ran
+    clean, else the oldest started ahead), `standby` are kept waiting, and a child whose job runs clean goes back
+    to the queue for the next (profiling.standby); with None, each child runs one job.
 
     With an external profiler, each child runs under it and the kernel records it wrote are parsed
     and appended to job.csv_path once all children are done."""

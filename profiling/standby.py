@@ -9,7 +9,7 @@ waiting when its environment matches (same variables, same timer, no external pr
 for another environment is stopped and a fresh one started. The runner keeps as many waiting as it is asked
 (TuneSettings.standby_children), besides a child given back (below): one, or two where a round may last less than
 a child's start-up (a round cut by a time budget: its standby, started with it, was not warm when the round after
-it began, BENCHMARKS.md, forty-fourth run). Those waiting are stopped at exit, one running a job by the runner
+it began, BENCHMARKS.md, forty-fourth run); none under the interpreter, where a child is only reused. Those waiting are stopped at exit, one running a job by the runner
 when it leaves the job early, and all die with the tuner (kill -9 included) like any child. Once warm a child
 creates its ready file, so that a tuner can wait for it (tuner.start_up: the first child of a run is started ahead
 of the first size and waited for).

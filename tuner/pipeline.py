@@ -61,15 +61,18 @@ class TuneSettings:
     child_env: dict[str, str] = field(default_factory=dict)  # environment of every child (its pinned GPU)
 
     @property
-    def standby_children(self) -> int:
+    def standby_children(self) -> int | None:
         """How many timing children wait in standby for the next jobs (profiling.standby), beside the child that
         ran the last job clean and takes the next itself: on a GPU, where a child's start-up is seconds of imports
         and profiler start-up, one; two where a time budget may cut a search's rounds short, so that a round after
         one whose child failed a config still finds one warm (a child started with the round before it was not:
         the closing round after a cut round 1 waited 7 s of its 8, H200, BENCHMARKS.md, forty-fourth run). None
-        under the interpreter, whose children start quickly and whose machines (CI) have few cores to spare, nor
-        under an external profiler, which starts each child itself."""
-        if self.interpret or self.profiler.external is not None:
+        waiting under the interpreter, whose machines (CI) have few cores to spare, though a child there still takes
+        the next job after one it ran clean (an import of torch saved each time); None at all under an external
+        profiler, which starts each child itself for one job."""
+        if self.profiler.external is not None:
+            return None
+        if self.interpret:
             return 0
         return 2 if self.time_budget is not None and self.search != "exhaustive" else 1
 

@@ -48,7 +48,7 @@ def test_helpers_ready_starts_what_is_not_running():
     (replace(ON_A_GPU, interpret=True), False, 0),  # the interpreter compiles nothing; its children start fast
     (replace(ON_A_GPU, compile_pool="thread"), False, 1),
     (replace(ON_A_GPU, precompile=False), False, 1),  # --no_warmup: kernels compile in the timing child
-    (replace(ON_A_GPU, profiler=ProfilerChoice("nsys", "events", PROFILERS["nsys"])), True, 0),  # wraps each child
+    (replace(ON_A_GPU, profiler=ProfilerChoice("nsys", "events", PROFILERS["nsys"])), True, None),  # wraps each child
     (replace(ON_A_GPU, time_budget=40.0), True, 2),  # a cut round's next child must be warm already
     (replace(ON_A_GPU, time_budget=40.0, search="halving"), True, 2),
     (replace(ON_A_GPU, time_budget=40.0, search="exhaustive"), True, 1),  # one round: no round after it
@@ -56,4 +56,4 @@ def test_helpers_ready_starts_what_is_not_running():
 def test_only_the_helpers_the_searches_use_are_started(settings, workers, standby):
     assert (settings.compile_workers, settings.standby_children) == (workers, standby)  # tuner.pipeline's say
     start_helpers(settings)
-    assert WORKER_PROCESSES.running == workers and len(STANDBY.waiting) == standby
+    assert WORKER_PROCESSES.running == workers and len(STANDBY.waiting) == (standby or 0)
