@@ -27,6 +27,10 @@ from tuner.ray_workers import check_ray_flags, probe_nodes, task_options, tune_o
 
 SIZES = [(16, 16, 16), (32, 16, 16), (16, 32, 16)]
 SPLIT = problem(32, 32, 32)  # 24 configs of the small space: 2 chunks of 12 with chunks of at least 4 allowed
+# Launches per config where a test kills a worker mid-chunk: in a Ray worker whose timing child is warm from an
+# earlier task (reused, profiling.standby) a chunk of 1 launch a config lasts 1.5 s, both at work 1.1 s of it, too
+# short for _kill_a_busy_worker; with 6, 8 s and 6.6 s (development machine).
+CHUNK_ITERS = 6
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +42,11 @@ def cluster():
     ray.shutdown()
 
 
-def _tune(tmp_path, space_file, sizes_tuned=SIZES):
+def _tune(tmp_path, space_file, sizes_tuned=SIZES, iters: int = 1):
     sizes, results = tmp_path / "sizes.yaml", tmp_path / "out.yaml"
     sizes.write_text("".join(f"- {{M: {m}, N: {n}, K: {k}}}\n" for m, n, k in sizes_tuned))
     code = main(["--gemm_size_file", str(sizes), "--interpret", "--space", str(space_file), "--compare", "--quiet",
-                 "--iters", "1", "--warmup", "0", "--ray", "auto", "--tuning_results_file", str(results)])
+                 "--iters", str(iters), "--warmup", "0", "--ray", "auto", "--tuning_results_file", str(results)])
     return code, results
 
 
@@ -114,7 +118,7 @@ def test_one_size_is_split_over_the_cluster_past_a_worker_killed_mid_chunk(clust
 
     monkeypatch.setattr(cli, "tune_on_ray", small_chunks)
     killer, killed = _kill_a_busy_worker(busy=2)
-    code, results = _tune(tmp_path, space_file, [(SPLIT.M, SPLIT.N, SPLIT.K)])
+    code, results = _tune(tmp_path, space_file, [(SPLIT.M, SPLIT.N, SPLIT.K)], iters=CHUNK_ITERS)
     killer.join()
     out = capsys.readouterr().out
     assert killed, "no two Ray workers were seen running chunks"
@@ -140,8 +144,8 @@ def test_one_size_is_split_over_the_cluster_past_a_worker_killed_mid_chunk(clust
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds Ray's workers in /proc")
 def test_a_chunk_lost_after_its_retries_leaves_the_winner_to_the_other(cluster, tmp_path, capsys):
-    settings = TuneSettings(profiler=choose_profiler("auto", "interpreter"), interpret=True, iters=1, warmup=0,
-                            space=small_space_file_space(), workdir=tmp_path)
+    settings = TuneSettings(profiler=choose_profiler("auto", "interpreter"), interpret=True, iters=CHUNK_ITERS,
+                            warmup=0, space=small_space_file_space(), workdir=tmp_path)
     killer, killed = _kill_a_busy_worker(busy=2)
     [size_done] = tune_on_ray([SPLIT], "auto", settings, compare=False, retries=0, min_chunk=4)
     killer.join()
