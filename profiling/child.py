@@ -10,8 +10,8 @@ At its end it prints where its start-up went (profiling.child_timeline) on its o
 
 Started in standby (`python -m profiling.child --standby GO TIMER`, profiling.standby), a child serves one job after
 another: once a job ends with exit code 0 and none of its configs failed (a job a stop request cut short included),
-it frees the job's memory, says so in GO's done file and waits for GO to name the next job; a job that failed a
-config, or lost the GPU context, ends the child as before.
+it frees the job's memory, writes the number of configs the job started to GO's done file and waits for GO to
+name the next job; a job that failed a config, or lost the GPU context, ends the child as before.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ class _Progress:
     def __init__(self, path: str, timeline: Timeline):
         self._handle = open(path, "a")
         self._timeline = timeline
+        self.started = 0
         self.failures = 0
 
     def close(self) -> None:
@@ -89,6 +90,7 @@ class _Progress:
     def mark(self, event: str, name: str, reason: str = "") -> None:
         if event == "start":
             self._timeline.mark("first config")
+        self.started += int(event == "start")
         self.failures += int(event == "fail")
         line = f"{event} {name}" + (f" {' '.join(reason.split())}" if reason else "")
         self._handle.write(line + "\n")
@@ -185,14 +187,15 @@ def run(job: ChildJob) -> int:
     return run_counted(job)[0]
 
 
-def run_counted(job: ChildJob, timeline: Timeline | None = None) -> tuple[int, int]:
-    """run(), and how many of the job's configs failed; `timeline`: a standby child's own."""
+def run_counted(job: ChildJob, timeline: Timeline | None = None) -> tuple[int, _Progress]:
+    """run(), and the job's progress (how many configs it started and how many failed); `timeline`: a standby
+    child's own."""
     if timeline is None:
         timeline = Timeline()
         timeline.mark("imports")
     progress = _Progress(job.progress_path, timeline)
     try:
-        return _run(job, timeline, progress), progress.failures
+        return _run(job, timeline, progress), progress
     finally:
         progress.close()
         timeline.mark("end")
@@ -301,11 +304,12 @@ def _release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def _report_done(go_path: Path, code: int) -> None:
-    """Tell the runner the job ended (written atomically: the runner polls for the file)."""
+def _report_done(go_path: Path, configs_started: int) -> None:
+    """Tell the runner the job ended clean, and how many configs it started (written atomically: the runner polls
+    for the file)."""
     done = done_path_for(go_path)
     temporary = done.with_name(done.name + ".tmp")
-    temporary.write_text(str(code))
+    temporary.write_text(str(configs_started))
     os.replace(temporary, done)
 
 
@@ -320,13 +324,13 @@ def standby(go_path: Path, timer_name: str) -> int:
     job, _ = _next_job(go_path)
     while True:
         timeline.mark("job")
-        code, failures = run_counted(job, timeline)
-        if code != 0 or failures:  # a config that failed may have left the process or its GPU context unsound
+        code, progress = run_counted(job, timeline)
+        if code != 0 or progress.failures:  # a config that failed may have left the process or its context unsound
             return code
         # freed before the report, so that a child that cannot free it ends while its job is still its own
         _release_memory()
         sys.stdout.flush()  # the job's output all in the file before the runner reads it
-        _report_done(go_path, code)
+        _report_done(go_path, progress.started)
         job, handed_at = _next_job(go_path)
         timeline = Timeline(origin=handed_at, since=REUSED_ORIGIN)
 

@@ -119,11 +119,11 @@ class _Launched:
     waits_again: bool = False  # it reported this job over and waits for the next
 
     def exit_code(self) -> int | None:
-        """The job's exit code once it is over (the process ended, or the standby child reported it), else None."""
-        code = self.standby_child.job_ended() if self.standby_child is not None else None
-        if code is not None:
+        """The job's exit code once it is over (the process ended, or the standby child reported it over: 0),
+        else None."""
+        if self.standby_child is not None and self.standby_child.job_ended():
             self.waits_again = True
-            return code
+            return 0
         return self.process.poll()
 
     def output(self) -> list[str]:
@@ -131,12 +131,11 @@ class _Launched:
             output.seek(self.output_start)
             return output.read().decode(errors="replace").strip().splitlines()
 
-    def release(self, configs_started: int) -> None:
+    def release(self) -> None:
         """Once the runner is done with the job, over or abandoned: a child that waits for another job goes back to
-        the standby queue (counting the configs this job started, profiling.standby.MAX_CONFIGS_SERVED); any
-        other still running is stopped, since one in standby mode would wait for a job forever."""
+        the standby queue; any other still running is stopped, since one in standby mode would wait for a job
+        forever."""
         if self.waits_again:
-            self.standby_child.configs_served += configs_started
             STANDBY.give_back(self.standby_child)
         elif self.process.poll() is None:
             self.process.kill()
@@ -166,15 +165,6 @@ def _launch(job: ChildJob, job_path: Path, interpret: bool, wrap, standby: int |
     return launched
 
 
-def _started_since(progress_path: Path, offset: int) -> int:
-    """Configs started (progress "start" lines) in the progress file past `offset`."""
-    if not progress_path.exists():
-        return 0
-    with open(progress_path, "rb") as progress:
-        progress.seek(offset)
-        return sum(line.startswith(b"start ") for line in progress)
-
-
 @dataclass
 class _Ended:
     code: int  # the job's exit code (EXIT_STOPPED, -9 for a child the runner killed)
@@ -194,7 +184,7 @@ def _run_once(job: ChildJob, job_path: Path, interpret: bool, config_timeout: fl
     try:
         return _watch(job, launched, watched, launched_at, config_timeout, log, watch)
     finally:
-        launched.release(_started_since(watched[0], launched_at))
+        launched.release()
 
 
 def _watch(job: ChildJob, launched: _Launched, watched: list[Path], launched_at: int, config_timeout: float, log,

@@ -9,16 +9,16 @@ waiting when its environment matches (same variables, same timer, no external pr
 for another environment is stopped and a fresh one started. The runner keeps as many waiting as it is asked
 (TuneSettings.standby_children), besides a child given back (below): one, or two where a round may last less than
 a child's start-up (a round cut by a time budget: its standby, started with it, was not warm when the round after
-it began, BENCHMARKS.md, forty-fourth run); none under the interpreter, where a child is only reused. Those waiting are stopped at exit, one running a job by the runner
-when it leaves the job early, and all die with the tuner (kill -9 included) like any child. Once warm a child
-creates its ready file, so that a tuner can wait for it (tuner.start_up: the first child of a run is started ahead
-of the first size and waited for).
+it began, BENCHMARKS.md, forty-fourth run); none under the interpreter, where a child is only reused. Those
+waiting are stopped at exit, one running a job by the runner when it leaves the job early, and all die with the
+tuner (kill -9 included) like any child. Once warm a child creates its ready file, so that a tuner can wait for it
+(tuner.start_up: the first child of a run is started ahead of the first size and waited for).
 
-A child in standby mode serves more than one job: one that ends with none of its configs failed writes its exit
-code to GO's done file and waits for GO again, and the runner gives it back to the front of the queue, warm, for
-the next job (a round cut short by a time budget, the `--compare` check after the closing round: each then starts
-at once, where a child started a few seconds before was still importing). Every config a child loads stays loaded
-in its GPU context, so one that has started MAX_CONFIGS_SERVED configs is stopped instead.
+A child in standby mode serves more than one job: one that ends with none of its configs failed writes how many
+configs it started to GO's done file and waits for GO again, and the runner gives it back to the front of the
+queue, warm, for the next job (a round cut short by a time budget, the `--compare` check after the closing round:
+each then starts at once, where a child started a few seconds before was still importing). Every config a child
+loads stays loaded in its GPU context, so one that has started MAX_CONFIGS_SERVED configs is stopped instead.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class StandbyChild:
     go_path: Path  # the runner writes the job file's path here to start it
     output_path: Path  # the child's stdout and stderr
     key: tuple  # what it was started for: environment and timer
-    configs_served: int = 0  # configs its jobs have started so far (the runner counts them from the progress file)
+    configs_served: int = 0  # configs its jobs have started so far (each clean job's done file says how many)
 
     @property
     def ready_path(self) -> Path:
@@ -65,14 +65,14 @@ class StandbyChild:
         temporary.write_text(str(job_path))
         os.replace(temporary, self.go_path)
 
-    def job_ended(self) -> int | None:
-        """The exit code of the job handed to it, once the child reports the job over and waits for another
-        (the report is removed); None while it runs, or where the child ended instead."""
+    def job_ended(self) -> bool:
+        """Whether the child reported the job handed to it over, clean, and waits for another (the report, which
+        counts the configs the job started, is taken in and removed); False while it runs, or where it ended."""
         if not self.done_path.exists():
-            return None
-        code = int(self.done_path.read_text())
+            return False
+        self.configs_served += int(self.done_path.read_text())
         self.done_path.unlink()
-        return code
+        return True
 
     @property
     def reusable(self) -> bool:
@@ -86,7 +86,8 @@ def ready_path_for(go_path: Path) -> Path:
 
 
 def done_path_for(go_path: Path) -> Path:
-    """The file a standby child writes its job's exit code to when the job ends and it waits for the next."""
+    """The file a standby child writes to when its job ends clean and it waits for the next: the configs the job
+    started."""
     return go_path.with_suffix(".done")
 
 
