@@ -148,7 +148,7 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
     ("h100_fp16", "fp16", "fp16", True), ("h100_bf16", "bf16", "bf16", True), ("h100_fp8", "fp8", "fp16", True),
     ("h100_fp8_bf16", "fp8", "bf16", False), ("h100_int8", "int8", "int32", False),  # five and four of the shapes
     ("h100_fp32", "fp32", "fp32", False),  # eight
-    ("h200_fp16", "fp16", "fp16", True), ("h200_bf16", "bf16", "bf16", True),
+    ("h200_fp16", "fp16", "fp16", True), ("h200_bf16", "bf16", "bf16", True), ("h200_fp8", "fp8", "fp16", True),
 ])
 def test_the_recorded_winners_cover_the_public_shapes_in_their_dtypes(name, dtype, dtype_c, every_shape):
     public = BENCHMARKS_DIR.parent.parent / "shared" / "bench_sizes.yaml"
@@ -217,6 +217,27 @@ def test_the_time_budget_leaves_the_sizes_that_would_end_past_it(tmp_path, monke
     assert run.rows[0]["vs cuBLAS"] == 1.2 and run.rows[0]["vs best peer"] == 1.1
     with open(tmp_path / "b.csv", newline="") as handle:
         assert len(list(csv.DictReader(handle))) == 3
+
+
+def test_a_first_size_whose_peer_failed_and_a_second_where_it_ran_share_the_csv_header(tmp_path, monkeypatch):
+    # the ninth fp8 run on an H200: max-autotune has no template at 16x16x16, runs at 1024^3, and the CSV's header,
+    # taken from the first row, lacked the second row's "max-autotune host us"
+    bench = _bench()
+    entries = iter([
+        bench.Measured({"tune_gemm": 4.2, "cuBLAS": 5.3, "max-autotune": math.inf, "triton tutorial": 4.8},
+                       {"tune_gemm": 24.8, "cuBLAS": 22.4, "triton tutorial": 25.9}, [], "BM128", SCALED_MM,
+                       {"max-autotune": "failed to compile torch._scaled_mm: NoValidChoicesError"}),
+        bench.Measured({"tune_gemm": 8.0, "cuBLAS": 8.8, "max-autotune": 9.5, "triton tutorial": 12.6},
+                       {"tune_gemm": 29.3, "cuBLAS": 21.2, "max-autotune": 72.9, "triton tutorial": 25.5}, [],
+                       "BM128", SCALED_MM, {}),
+    ])
+    monkeypatch.setattr(bench, "bench_entry", lambda problem, config, workdir, floors: next(entries))
+    run = bench.bench_sizes(_requests(2), False, None, tmp_path / "b.csv")
+    assert list(run.rows[0]) == list(run.rows[1])
+    with open(tmp_path / "b.csv", newline="") as handle:
+        first, second = csv.DictReader(handle)
+    assert first["max-autotune host us"] == "" and first["max-autotune us"] == ""
+    assert second["max-autotune host us"] == "72.9" and second["vs max-autotune"] == "1.188"
 
 
 def test_ctrl_c_keeps_the_sizes_measured(tmp_path, monkeypatch):
