@@ -23,12 +23,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen import write_module
 from gen.parts import write_parts
 from prune import prune
 from prune.device import detect_device
 from prune.space import space_for
+from script_edges import require_gpu, run_script
 from tuner.compile import POOLS, compile_all, default_workers
 from tuner.dtypes import DTYPES
 from tuner.problem import GemmProblem
@@ -76,6 +78,7 @@ def main() -> int:
         print(json.dumps(measure(Path(module), json.loads(Path(names_file).read_text()), args.num_threads, pool)))
         return 0
 
+    require_gpu()
     device = detect_device()
     fp16 = DTYPES["fp16"]
     problem = GemmProblem(args.m, args.n, args.k, fp16, fp16, fp16)
@@ -110,4 +113,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("bench_compile", main))

@@ -59,10 +59,10 @@ from profiling.baselines import (  # noqa: E402
     baseline_for,
 )
 from reporting.files import write_text  # noqa: E402
+from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
-from tuner.dtypes import DTYPES  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
-from tuner.sizes import SizeRequest, load_sizes  # noqa: E402
+from tuner.sizes import SizeRequest  # noqa: E402
 
 
 def _load(path: Path):
@@ -349,6 +349,7 @@ def main() -> int:
     args = parser.parse_args(own)
     if args.time_budget is not None and not args.time_budget > 0:
         parser.error(f"--time_budget must be a positive number of seconds, got {args.time_budget:g}")
+    require_gpu()
     if args.tune:
         from tuner.cli import main as tune_gemm
 
@@ -356,8 +357,7 @@ def main() -> int:
                           *tuner_args])
         if code:
             print(f"bench_gemm: tuning exited {code}; benchmarking what was recorded", file=sys.stderr)
-    defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
-    requests = load_sizes(args.results, defaults)
+    requests = recorded_winners(args.results, "bench_gemm")
     run = bench_sizes(requests, args.floors, args.time_budget, args.csv)
     rows = run.rows
     if run.left:
@@ -383,4 +383,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("bench_gemm", main))

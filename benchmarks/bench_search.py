@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen import write_module
 from profiling import choose_profiler
@@ -46,6 +47,7 @@ from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from prune.space import space_for, space_from_mapping
+from script_edges import run_script
 from tuner.checkpoint import DIRECTORY, discard
 from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES
@@ -254,4 +256,4 @@ def _write(args: argparse.Namespace, rows: list[dict], skipped: list[str], devic
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("bench_search", main))

@@ -27,9 +27,11 @@ import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 from profiling.baselines import MATMUL, peer_precision  # noqa: E402
-from prune.config import Config  # noqa: E402
+from prune.config import Config, ConfigNameError  # noqa: E402
 from runtime.kernels import launcher_for  # noqa: E402
+from script_edges import require_gpu, run_script  # noqa: E402
 from tuner.dtypes import DTYPES  # noqa: E402
+from tuner.errors import UserError  # noqa: E402
 
 
 def kernel_times(run: Callable[[], object], iters: int) -> dict[str, float]:
@@ -65,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--max_autotune", action="store_true", help="also break down max-autotune's call")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("breakdown: no CUDA GPU", file=sys.stderr)
-        return 2
+    try:
+        configs = [Config.parse(name) for name in args.configs]
+    except ConfigNameError as error:
+        raise UserError(str(error)) from None
+    require_gpu()
     dtype = DTYPES[args.dtype].torch_dtype
     a = torch.randn(args.M, args.K, device="cuda").to(dtype)
     b = torch.randn(args.K, args.N, device="cuda").to(dtype)
@@ -83,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"max-autotune: {failure}")
             else:
                 _print_table("max-autotune", kernel_times(call, args.iters), flops)
-        for name in args.configs:
-            launcher = launcher_for(Config.parse(name))
-            _print_table(name, kernel_times(lambda launcher=launcher: launcher(a, b, c), args.iters), flops)
+        for config in configs:
+            launcher = launcher_for(config)
+            _print_table(str(config), kernel_times(lambda launcher=launcher: launcher(a, b, c), args.iters), flops)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("breakdown", main))

@@ -38,9 +38,7 @@ import torch  # noqa: E402
 from bench_gemm import _do_bench_us, entry_columns  # noqa: E402
 from gen.tma_family import tma_arguments  # noqa: E402
 from runtime.kernels import tma_variant  # noqa: E402
-from tuner.dtypes import DTYPES  # noqa: E402
-from tuner.problem import GemmProblem  # noqa: E402
-from tuner.sizes import load_sizes  # noqa: E402
+from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 from tune_gemm import load_results, matmul  # noqa: E402
 
 CALLS = 200
@@ -127,14 +125,15 @@ def main() -> int:
     parser.add_argument("results", type=Path, help="a tune_gemm results file")
     parser.add_argument("--sizes", help="entries to measure, as MxNxK, comma-separated (default all)")
     args = parser.parse_args()
+    require_gpu()
     wanted = set(filter(None, (args.sizes or "").split(",")))
-    defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
+    requests = recorded_winners(args.results, "launch_cost")
     load_results(args.results)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {CALLS} calls per figure")
     print("| size | column | host us/call | back-to-back us/call | graph us/call | do_bench us |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as workdir:
-        for request in load_sizes(args.results, defaults):
+        for request in requests:
             problem, config = request.problem, request.config
             if wanted and f"{problem.M}x{problem.N}x{problem.K}" not in wanted:
                 continue
@@ -157,4 +156,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("launch_cost", main))

@@ -35,6 +35,8 @@ from typing import Self
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
+
 WARM_SECONDS = 2.0  # long enough for the clock to settle at the power limit
 SAMPLE_MS = 100
 CHUNK_SECONDS = 0.05  # calls are issued in chunks of about this long, so the host never runs far ahead
@@ -211,16 +213,11 @@ def main() -> int:
 
     import torch
 
-    if not torch.cuda.is_available():
-        print("sustained: needs a CUDA GPU (torch sees none)", file=sys.stderr)
-        return 2
+    require_gpu()
     from bench_gemm import entry_columns
-    from tuner.dtypes import DTYPES
-    from tuner.problem import GemmProblem
-    from tuner.sizes import load_sizes
 
     wanted = set(filter(None, (args.sizes or "").split(",")))
-    defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
+    requests = recorded_winners(args.results, "sustained")
     index = torch.cuda.current_device()
     properties = torch.cuda.get_device_properties(index)
     capability = (properties.major, properties.minor)
@@ -230,7 +227,7 @@ def main() -> int:
               "| % of tensor peak at that clock |")
         print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as workdir:
-        for request in load_sizes(args.results, defaults):
+        for request in requests:
             problem = request.problem
             if wanted and f"{problem.M}x{problem.N}x{problem.K}" not in wanted:
                 continue
@@ -247,4 +244,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("sustained", main))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from prune.device import DeviceProfile
 from tuner.errors import UserError
+
+if TYPE_CHECKING:  # an annotation only: importing prune here would import tuner.problem, which needs this module
+    from prune.device import DeviceProfile
 
 
 @dataclass(frozen=True)

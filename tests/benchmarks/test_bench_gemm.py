@@ -276,6 +276,7 @@ def test_main_prints_the_table_of_the_sizes_measured_and_names_those_left(tmp_pa
     monkeypatch.setattr(bench, "bench_entry", entry)
     monkeypatch.setattr(bench, "bench_sizes", functools.partial(bench.bench_sizes, clock=clock))
     monkeypatch.setattr(bench.torch.cuda, "get_device_name", lambda *device: "a CPU standing in")
+    monkeypatch.setattr(bench, "require_gpu", lambda: None)
     budget = [] if interrupt_at else ["--time_budget", "12"]
     monkeypatch.setattr(bench.sys, "argv", ["bench_gemm.py", str(_results_file(tmp_path, 3)), *budget])
     assert bench.main() == code

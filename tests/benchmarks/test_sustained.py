@@ -58,8 +58,9 @@ def test_a_row_shows_the_fraction_of_peak_at_the_clock_held(sustained):
 def test_without_a_gpu_it_says_so_in_one_line(sustained, monkeypatch, capsys, tmp_path):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     monkeypatch.setattr("sys.argv", ["sustained.py", str(tmp_path / "tuned.yaml")])
-    assert sustained.main() == 2
-    assert capsys.readouterr().err == "sustained: needs a CUDA GPU (torch sees none)\n"
+    assert sustained.run_script("sustained", sustained.main) == 2
+    assert capsys.readouterr().err == ("sustained: error: needs a GPU, and torch sees none "
+                                       "(torch.cuda.is_available() is False)\n")
 
 
 def test_a_missing_nvidia_smi_is_one_line(sustained, monkeypatch):
