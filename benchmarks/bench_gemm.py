@@ -59,8 +59,8 @@ from profiling.baselines import (  # noqa: E402
     baseline_for,
 )
 from reporting.files import write_text  # noqa: E402
-from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
+from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 from tuner.problem import GemmProblem  # noqa: E402
 from tuner.sizes import SizeRequest  # noqa: E402
 
@@ -349,8 +349,8 @@ def main() -> int:
     args = parser.parse_args(own)
     if args.time_budget is not None and not args.time_budget > 0:
         parser.error(f"--time_budget must be a positive number of seconds, got {args.time_budget:g}")
-    require_gpu()
     if args.tune:
+        require_gpu()  # before the tuning, which would otherwise run to find no GPU to benchmark on
         from tuner.cli import main as tune_gemm
 
         code = tune_gemm(["--gemm_size_file", str(args.tune), "--tuning_results_file", str(args.results), "--compare",
@@ -358,6 +358,7 @@ def main() -> int:
         if code:
             print(f"bench_gemm: tuning exited {code}; benchmarking what was recorded", file=sys.stderr)
     requests = recorded_winners(args.results, "bench_gemm")
+    require_gpu()
     run = bench_sizes(requests, args.floors, args.time_budget, args.csv)
     rows = run.rows
     if run.left:

@@ -36,8 +36,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -46,34 +44,21 @@ from profiling import choose_profiler
 from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
-from prune.space import space_for, space_from_mapping
-from script_edges import run_script
+from script_edges import chosen_entries, run_script
 from tuner.checkpoint import DIRECTORY, discard
 from tuner.compile import POOLS, default_workers
 from tuner.dtypes import DTYPES
+from tuner.errors import UserError
 from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, profile_configs, scratch_dir, tune_size
 from tuner.problem import GemmProblem
 from tuner.results import ResultEntry, record
 from tuner.search import SEARCHES
-from tuner.sizes import SizeRequest, load_sizes
+from tuner.sizes import load_sizes
+from tuner.space_file import read_space
 
 WITHIN = 0.01  # a search passes on a shape when its winner is at most 1% slower than the exhaustive winner
 FIRST_GUESS_RATE = 20.0  # configs/s assumed for the time-limit estimate until a big enough search is measured
 RATE_FROM_CONFIGS = 200  # a search this big measures the rate (16³'s 24 configs took 45 s on the H100: start-up)
-
-
-def _chosen(requests: list[SizeRequest], spec: str | None) -> list[tuple[int, SizeRequest]]:
-    """`--sizes 1,3,4096x4096x4096`: entries by 1-based number or MxNxK; all when not given."""
-    numbered = list(enumerate(requests, start=1))
-    if not spec:
-        return numbered
-    chosen = []
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        hits = [(i, r) for i, r in numbered if item == str(i) or item == f"{r.problem.M}x{r.problem.N}x{r.problem.K}"]
-        if not hits:
-            raise SystemExit(f"--sizes: {item!r} names no entry of the sizes file")
-        chosen += [hit for hit in hits if hit not in chosen]
-    return chosen
 
 
 @dataclass
@@ -176,20 +161,18 @@ def main() -> int:
     args = parser.parse_args()
     searches = [s.strip() for s in args.searches.split(",") if s.strip()]
     if not searches or set(searches) - set(SEARCHES):
-        raise SystemExit(f"--searches: choose from {', '.join(SEARCHES)}")
+        raise UserError(f"--searches: choose from {', '.join(SEARCHES)}")
 
     started = time.perf_counter()
     if args.interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     device = INTERPRETER_PROFILE if args.interpret else detect_device()
-    space = space_for(device.vendor)
-    if args.space:
-        space = space_from_mapping(yaml.safe_load(args.space.read_text()), f"space file {args.space}", space)
+    space = read_space(args.space, device.vendor)
     settings = TuneSettings(profiler=choose_profiler("auto", device.vendor), num_threads=args.num_threads,
                             jobs=args.jobs, compile_pool=args.compile_pool, warmup=args.warmup, iters=args.iters,
                             space=space, interpret=args.interpret)
     fp16 = DTYPES["fp16"]
-    requests = _chosen(load_sizes(args.sizes_file, GemmProblem(1, 1, 1, fp16, fp16, fp16)), args.sizes)
+    requests = chosen_entries(load_sizes(args.sizes_file, GemmProblem(1, 1, 1, fp16, fp16, fp16)), args.sizes)
     sized = [(number, request, len(prune(request.problem, device, space).configs)) for number, request in requests]
     if args.order == "smallest":
         sized.sort(key=lambda item: item[2])

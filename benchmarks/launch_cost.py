@@ -39,6 +39,7 @@ from bench_gemm import _do_bench_us, entry_columns  # noqa: E402
 from gen.tma_family import tma_arguments  # noqa: E402
 from runtime.kernels import tma_variant  # noqa: E402
 from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
+from tuner.problem import GemmProblem  # noqa: E402
 from tune_gemm import load_results, matmul  # noqa: E402
 
 CALLS = 200
@@ -123,11 +124,11 @@ def api_call(problem: GemmProblem, operands: tuple):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a tune_gemm results file")
-    parser.add_argument("--sizes", help="entries to measure, as MxNxK, comma-separated (default all)")
+    parser.add_argument("--sizes", help="entries to measure, as MxNxK or 1-based numbers, comma-separated "
+                                         "(default all)")
     args = parser.parse_args()
+    requests = recorded_winners(args.results, "launch_cost", args.sizes)
     require_gpu()
-    wanted = set(filter(None, (args.sizes or "").split(",")))
-    requests = recorded_winners(args.results, "launch_cost")
     load_results(args.results)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; {CALLS} calls per figure")
     print("| size | column | host us/call | back-to-back us/call | graph us/call | do_bench us |")
@@ -135,8 +136,6 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as workdir:
         for request in requests:
             problem, config = request.problem, request.config
-            if wanted and f"{problem.M}x{problem.N}x{problem.K}" not in wanted:
-                continue
             entry = entry_columns(problem, config, Path(workdir))
             calls = dict(entry.calls)
             calls["tune_gemm, JIT"] = through_the_jit(entry.module, calls["tune_gemm"])

@@ -1,28 +1,50 @@
-"""What the benchmark scripts do at their edges: read the winners of a results file, require a GPU, and end on bad
-input or a missing GPU with one line on stderr and a non-zero exit (as tune_gemm does, tuner.errors), never a
-traceback."""
+"""What the benchmark scripts do at their edges: pick the entries a --sizes list names, read the winners of a results
+file, require a GPU, and end on bad input or a missing GPU with one line on stderr and a non-zero exit (as
+tune_gemm does, tuner.errors), never a traceback."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuner.dtypes import DTYPES
 from tuner.errors import UserError
-from tuner.pipeline import require_config
-from tuner.problem import GemmProblem
-from tuner.sizes import SizeRequest, load_sizes
+
+if TYPE_CHECKING:
+    from tuner.sizes import SizeRequest
 
 
-def recorded_winners(path: Path, script: str) -> list[SizeRequest]:
-    """Every entry of a results file, each with its config; UserError for a file that is not one, or an entry that
-    has no config (a plain sizes file: `script` needs the tuner's results)."""
+def chosen_entries(requests: list[SizeRequest], spec: str | None) -> list[tuple[int, SizeRequest]]:
+    """`--sizes 1,3,4096x4096x4096`: (1-based number, entry) of the entries named by number or MxNxK, each once, in
+    the list's order; all when `spec` is empty. UserError for a name that matches no entry."""
+    numbered = list(enumerate(requests, start=1))
+    if not spec:
+        return numbered
+    chosen: list[tuple[int, SizeRequest]] = []
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        hits = [(i, r) for i, r in numbered if item == str(i) or item == f"{r.problem.M}x{r.problem.N}x{r.problem.K}"]
+        if not hits:
+            raise UserError(f"--sizes: {item!r} names no entry of the sizes file")
+        chosen += [hit for hit in hits if hit not in chosen]
+    return chosen
+
+
+def recorded_winners(path: Path, script: str, sizes: str | None = None) -> list[SizeRequest]:
+    """The entries of a results file that `sizes` names (chosen_entries; all by default), each with its config;
+    UserError for a file that is not one, or an entry that has no config (a plain sizes file: `script` needs the
+    tuner's results)."""
+    # the tuner's modules import torch and pandas: a script's --help need not wait for them
+    from tuner.dtypes import DTYPES
+    from tuner.pipeline import require_config
+    from tuner.problem import GemmProblem
+    from tuner.sizes import load_sizes
+
     fp16 = DTYPES["fp16"]
     requests = load_sizes(path, GemmProblem(1, 1, 1, fp16, fp16, fp16))
     for number, request in enumerate(requests, 1):
         require_config(request.config, f"{path} entry {number}", script)
-    return requests
+    return [request for _, request in chosen_entries(requests, sizes)]
 
 
 def require_gpu() -> None:

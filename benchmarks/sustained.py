@@ -206,18 +206,18 @@ def table_row(label: str, column: str, result: Sustained, peak: float | None) ->
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a tune_gemm results file")
-    parser.add_argument("--sizes", help="entries to measure, as MxNxK, comma-separated (default all)")
+    parser.add_argument("--sizes", help="entries to measure, as MxNxK or 1-based numbers, comma-separated "
+                                         "(default all)")
     parser.add_argument("--seconds", type=float, default=5.0, help="measured window per column (default 5)")
     parser.add_argument("--ncu", action="store_true", help="one call per column in an NVTX range, for ncu")
     args = parser.parse_args()
 
     import torch
 
+    requests = recorded_winners(args.results, "sustained", args.sizes)
     require_gpu()
     from bench_gemm import entry_columns
 
-    wanted = set(filter(None, (args.sizes or "").split(",")))
-    requests = recorded_winners(args.results, "sustained")
     index = torch.cuda.current_device()
     properties = torch.cuda.get_device_properties(index)
     capability = (properties.major, properties.minor)
@@ -229,8 +229,6 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as workdir:
         for request in requests:
             problem = request.problem
-            if wanted and f"{problem.M}x{problem.N}x{problem.K}" not in wanted:
-                continue
             entry = entry_columns(problem, request.config, Path(workdir))
             if args.ncu:
                 ncu_pass(entry.calls)

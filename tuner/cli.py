@@ -10,13 +10,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 
 from profiling import PROFILERS, choose_profiler
 from profiling.postprocess import STATISTICS
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
-from prune.space import RangeSpace, deterministic, space_for, space_from_mapping
+from prune.space import RangeSpace, deterministic
 from reporting.outputs import EXPORTERS, keep_timings, plan_outputs, write_outputs
 from tuner import benchmark, run_knobs
 from tuner.checkpoint import Checkpoint, discard
@@ -35,6 +34,7 @@ from tuner.rocm_files import vendor_note
 from tuner.search import SEARCHES
 from tuner.start_up import start_helpers
 from tuner.sizes import SizeRequest, check_fits, check_size, load_sizes
+from tuner.space_file import read_space
 from tuner.workers import slots_for, tune_on_workers
 
 
@@ -145,24 +145,11 @@ def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeReque
 
 
 def _space(path: Path | None, vendor: str, bitwise_repeatable: bool) -> RangeSpace:
-    space = _read_space(path, vendor)
+    space = read_space(path, vendor)
     try:
         return deterministic(space) if bitwise_repeatable else space
     except ValueError as error:
         raise UserError(f"--deterministic: {error}") from None
-
-
-def _read_space(path: Path | None, vendor: str) -> RangeSpace:
-    if path is None:
-        return space_for(vendor)
-    try:
-        return space_from_mapping(yaml.safe_load(path.read_text()), f"space file {path}", space_for(vendor))
-    except OSError:
-        raise UserError(f"space file {path} cannot be read") from None
-    except yaml.YAMLError:
-        raise UserError(f"space file {path} is not valid YAML") from None
-    except ValueError as error:
-        raise UserError(str(error)) from None
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

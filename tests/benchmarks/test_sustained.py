@@ -55,14 +55,6 @@ def test_a_row_shows_the_fraction_of_peak_at_the_clock_held(sustained):
     assert "no sample" in sustained.table_row("16x16x16", "cuBLAS", sustained.Sustained(1.0, None), None)
 
 
-def test_without_a_gpu_it_says_so_in_one_line(sustained, monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    monkeypatch.setattr("sys.argv", ["sustained.py", str(tmp_path / "tuned.yaml")])
-    assert sustained.run_script("sustained", sustained.main) == 2
-    assert capsys.readouterr().err == ("sustained: error: needs a GPU, and torch sees none "
-                                       "(torch.cuda.is_available() is False)\n")
-
-
 def test_a_missing_nvidia_smi_is_one_line(sustained, monkeypatch):
     sampler = sustained.GpuSampler(0)
     sampler.command = ["/nonexistent/nvidia-smi"]
