@@ -44,16 +44,14 @@ from profiling import choose_profiler
 from prune import prune
 from prune.config import Config
 from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
-from script_edges import chosen_entries, run_script
+from script_edges import chosen_entries, file_entries, run_script
 from tuner.checkpoint import DIRECTORY, discard
 from tuner.compile import POOLS, default_workers
-from tuner.dtypes import DTYPES
 from tuner.errors import UserError
 from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, profile_configs, scratch_dir, tune_size
 from tuner.problem import GemmProblem
 from tuner.results import ResultEntry, record
 from tuner.search import SEARCHES
-from tuner.sizes import load_sizes
 from tuner.space_file import read_space
 
 WITHIN = 0.01  # a search passes on a shape when its winner is at most 1% slower than the exhaustive winner
@@ -171,8 +169,7 @@ def main() -> int:
     settings = TuneSettings(profiler=choose_profiler("auto", device.vendor), num_threads=args.num_threads,
                             jobs=args.jobs, compile_pool=args.compile_pool, warmup=args.warmup, iters=args.iters,
                             space=space, interpret=args.interpret)
-    fp16 = DTYPES["fp16"]
-    requests = chosen_entries(load_sizes(args.sizes_file, GemmProblem(1, 1, 1, fp16, fp16, fp16)), args.sizes)
+    requests = chosen_entries(file_entries(args.sizes_file), args.sizes)
     sized = [(number, request, len(prune(request.problem, device, space).configs)) for number, request in requests]
     if args.order == "smallest":
         sized.sort(key=lambda item: item[2])

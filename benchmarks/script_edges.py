@@ -1,5 +1,5 @@
-"""What the benchmark scripts do at their edges: pick the entries a --sizes list names, read the winners of a results
-file, require a GPU, and end on bad input or a missing GPU with one line on stderr and a non-zero exit (as
+"""What the benchmark scripts do at their edges: read a sizes or results file, pick the entries a --sizes list names,
+require a GPU, and end on bad input or a missing GPU with one line on stderr and a non-zero exit (as
 tune_gemm does, tuner.errors), never a traceback."""
 
 from __future__ import annotations
@@ -30,18 +30,25 @@ def chosen_entries(requests: list[SizeRequest], spec: str | None) -> list[tuple[
     return chosen
 
 
-def recorded_winners(path: Path, script: str, sizes: str | None = None) -> list[SizeRequest]:
-    """The entries of a results file that `sizes` names (chosen_entries; all by default), each with its config;
-    UserError for a file that is not one, or an entry that has no config (a plain sizes file: `script` needs the
-    tuner's results)."""
-    # the tuner's modules import torch and pandas: a script's --help need not wait for them
+def file_entries(path: Path) -> list[SizeRequest]:
+    """Every entry of a sizes or results file, fp16 where it names no dtype (tune_gemm's default); UserError for a
+    missing, unreadable or malformed file."""
+    # the tuner's modules import torch: a script's --help need not wait for it
     from tuner.dtypes import DTYPES
-    from tuner.pipeline import require_config
     from tuner.problem import GemmProblem
     from tuner.sizes import load_sizes
 
     fp16 = DTYPES["fp16"]
-    requests = load_sizes(path, GemmProblem(1, 1, 1, fp16, fp16, fp16))
+    return load_sizes(path, GemmProblem(1, 1, 1, fp16, fp16, fp16))
+
+
+def recorded_winners(path: Path, script: str, sizes: str | None = None) -> list[SizeRequest]:
+    """The entries of a results file that `sizes` names (chosen_entries; all by default), each with its config;
+    UserError for a file that is not one, or an entry that has no config (a plain sizes file: `script` needs the
+    tuner's results)."""
+    from tuner.pipeline import require_config  # imports pandas and the pipeline: only once a script runs
+
+    requests = file_entries(path)
     for number, request in enumerate(requests, 1):
         require_config(request.config, f"{path} entry {number}", script)
     return [request for _, request in chosen_entries(requests, sizes)]

@@ -15,7 +15,7 @@ TOP_LEVEL = ("tune_gemm",)  # `from tune_gemm import matmul`: likely a user's fi
 # Run in a fresh interpreter: the third-party libraries are imported once, then each module is imported first of
 # the project's in a forked child (a fresh interpreter per module costs torch's import each time: minutes on CI).
 IMPORT_EACH_ALONE = """
-import os, sys, traceback
+import os, sys
 import numpy, pandas, torch, triton, yaml  # noqa: F401
 for module in sys.argv[1:]:
     pid = os.fork()

@@ -30,6 +30,12 @@ def _results(tmp_path, text: str = RESULT_ENTRY + SECOND_ENTRY):
     return path
 
 
+def test_a_plain_sizes_file_s_entries_are_fp16_without_configs(edges, tmp_path):
+    (entry,) = edges.file_entries(_results(tmp_path, PLAIN_ENTRY))
+    assert (entry.problem.M, entry.problem.dtype_a.name, entry.problem.dtype_c.name, entry.config) == (
+        16, "fp16", "fp16", None)
+
+
 def test_the_winners_of_a_results_file_come_with_their_configs(edges, tmp_path):
     winners = edges.recorded_winners(_results(tmp_path), "bench_gemm")
     assert [(w.problem.M, str(w.config)) for w in winners] == [(64, "BM64_BN64_BK32_GM1_SK1_nW4_nS2"),
