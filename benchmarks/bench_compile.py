@@ -1,8 +1,8 @@
 """Compile throughput of the two compile pools (`--compile_pool process|thread`), cold and warm cache.
 
 For one size's pruned space (the full space; `--limit N` takes every k-th config so that N remain, a
-spread of the space, to fit a time limit) the compile stage (tuner.compile.compile_all, each config
-loaded from its part module as in the tuner, gen.parts) runs four times, each in a fresh process: the
+spread of the space, to fit a time limit) the compile stage (tune_gemm.compile.pool.compile_all, each config
+loaded from its part module as in the tuner, tune_gemm.generate.parts) runs four times, each in a fresh process: the
 process pool with an empty Triton cache (cold: everything is built), the process pool again on that cache
 (warm: what a second size sharing the binaries costs), then the same two for the thread pool with its own
 empty cache. Prints configs/s per measurement and writes OUT.csv and OUT.md.
@@ -22,18 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gen import write_module
-from gen.parts import write_parts
-from prune import prune
-from prune.device import detect_device
-from prune.space import space_for
 from script_edges import require_gpu, run_script
-from tuner.compile import POOLS, compile_all, default_workers
-from tuner.dtypes import DTYPES
-from tuner.problem import GemmProblem
+
+from tune_gemm.compile.pool import POOLS, compile_all, default_workers
+from tune_gemm.core.device import detect_device
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.core.problem import GemmProblem
+from tune_gemm.generate import write_module
+from tune_gemm.generate.parts import write_parts
+from tune_gemm.space.prune import prune
+from tune_gemm.space.ranges import space_for
 
 
 def _spread(names: list[str], limit: int | None) -> list[str]:

@@ -1,12 +1,12 @@
 """Benchmark recorded winners against what users would use instead, on the same inputs and timer.
 
 For each entry of a results file: tune_gemm's recorded config; the cuBLAS call the tuner times as its
-baseline for that dtype (profiling.baselines: torch.matmul, torch._scaled_mm for fp8, torch._int_mm for int8,
+baseline for that dtype (tune_gemm.measure.baselines: torch.matmul, torch._scaled_mm for fp8, torch._int_mm for int8,
 or torch.matmul on dequantized inputs where those do not run; the bias added after it); the same call under
 torch.compile(mode="max-autotune-no-cudagraphs") with Inductor's Triton templates only (Inductor tunes
 templates for mm, _scaled_mm and _int_mm, and fuses the bias); and the Triton matmul tutorial's eight stock
 configs on the same kernel family (the fastest of those that fit, as @triton.autotune over that list would
-pick; reporting/tutorial.py). All on the same inputs and the same timer: interleaved rounds, each running
+pick; tune_gemm/outputs/tutorial.py). All on the same inputs and the same timer: interleaved rounds, each running
 every column once with L2 flushed before it, the median kept (benchmarks/interleaved.py: every column meets
 the same clock and power state).
 
@@ -40,16 +40,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import torch  # noqa: E402
 import triton  # noqa: E402
-
 from floors import LAUNCH_FLOOR, MEMORY_FLOOR, floor_calls  # noqa: E402
-from gen import write_module  # noqa: E402
 from interleaved import AT_RISK_SHARE, interleaved_times  # noqa: E402
-from profiling.baselines import (  # noqa: E402
+from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
+
+from tune_gemm.core.problem import GemmProblem  # noqa: E402
+from tune_gemm.files.sizes import SizeRequest  # noqa: E402
+from tune_gemm.generate import write_module  # noqa: E402
+from tune_gemm.measure.baselines import (  # noqa: E402
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
     INT_MM,
@@ -58,11 +58,8 @@ from profiling.baselines import (  # noqa: E402
     Baseline,
     baseline_for,
 )
-from reporting.files import write_text  # noqa: E402
-from reporting.tutorial import TUTORIAL_CONFIGS  # noqa: E402
-from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
-from tuner.problem import GemmProblem  # noqa: E402
-from tuner.sizes import SizeRequest  # noqa: E402
+from tune_gemm.outputs.files import write_text  # noqa: E402
+from tune_gemm.outputs.tutorial import TUTORIAL_CONFIGS  # noqa: E402
 
 
 def _load(path: Path):
@@ -87,7 +84,7 @@ def _with_bias(c, bias):
 
 def inductor_target(label: str, operands: tuple) -> tuple:
     """(function, its arguments) for max-autotune to compile: the baseline's own call (`label`, from
-    profiling.baselines) on the same operands, bias included, returning C."""
+    tune_gemm.measure.baselines) on the same operands, bias included, returning C."""
     a, b, c, *extra = operands
     bias = extra[0] if extra else None
     if label == SCALED_MM:
@@ -138,7 +135,7 @@ class Measured:
     host_us: dict[str, float]  # column -> median microseconds the host took to issue a call (interleaved_times)
     exposed: list[str]  # columns whose calls found their timed window open in every attempt (interleaved_times)
     tutorial: str  # the tutorial config that gave its column ("" when none fits)
-    baseline: str  # the cuBLAS call of the cuBLAS column (profiling.baselines label)
+    baseline: str  # the cuBLAS call of the cuBLAS column (tune_gemm.measure.baselines label)
     failures: dict[str, str]  # column -> why it has no time
 
 
@@ -351,7 +348,7 @@ def main() -> int:
         parser.error(f"--time_budget must be a positive number of seconds, got {args.time_budget:g}")
     if args.tune:
         require_gpu()  # before the tuning, which would otherwise run to find no GPU to benchmark on
-        from tuner.cli import main as tune_gemm
+        from tune_gemm.cli import main as tune_gemm
 
         code = tune_gemm(["--gemm_size_file", str(args.tune), "--tuning_results_file", str(args.results), "--compare",
                           *tuner_args])
@@ -375,7 +372,7 @@ def main() -> int:
     for column in ("vs cuBLAS", "vs max-autotune", "vs best peer", *(["ceiling vs best peer"] if args.floors else [])):
         print(f"geometric mean {column}: {geometric_mean([r[column] for r in rows])}")
     if args.png:
-        from reporting.plots import plot_tflops
+        from tune_gemm.outputs.plots import plot_tflops
 
         series = {name: [r[f"{name} TFLOP/s"] or math.nan for r in rows]
                   for name in ("tune_gemm", "cuBLAS", "max-autotune", "triton tutorial")}

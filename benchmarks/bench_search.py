@@ -1,6 +1,6 @@
 """Search speed and quality on a GPU: `--search exhaustive` against `halving` and `refine`, size by size.
 
-Each chosen size of a sizes file is tuned by the tuner's own pipeline (tuner.pipeline.tune_size, the
+Each chosen size of a sizes file is tuned by the tuner's own pipeline (tune_gemm.run.pipeline.tune_size, the
 full pruned space, the run's timer) once per search. Per search the table gives the end-to-end seconds,
 compile configs/s (configs compiled / compile-stage seconds), timing configs/s (config timings of all
 rounds / timing-stage seconds; the two stages overlap) and the winner with its time as the search
@@ -36,23 +36,28 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gen import write_module
-from profiling import choose_profiler
-from prune import prune
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
 from script_edges import chosen_entries, file_entries, run_script
-from tuner.checkpoint import DIRECTORY, discard
-from tuner.compile import POOLS, default_workers
-from tuner.errors import UserError
-from tuner.pipeline import SizeFailed, SizeOutcome, TuneSettings, profile_configs, scratch_dir, tune_size
-from tuner.problem import GemmProblem
-from tuner.results import ResultEntry, record
-from tuner.search import SEARCHES
-from tuner.space_file import read_space
+
+from tune_gemm.compile.pool import POOLS, default_workers
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE, DeviceProfile, detect_device
+from tune_gemm.core.errors import UserError
+from tune_gemm.core.problem import GemmProblem
+from tune_gemm.files.results import ResultEntry, record
+from tune_gemm.generate import write_module
+from tune_gemm.measure import choose_profiler
+from tune_gemm.run.pipeline import (
+    SizeFailed,
+    SizeOutcome,
+    profile_configs,
+    scratch_dir,
+    tune_size,
+)
+from tune_gemm.search.checkpoint import DIRECTORY, discard
+from tune_gemm.search.search import SEARCHES
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.prune import prune
+from tune_gemm.space.space_file import read_space
 
 WITHIN = 0.01  # a search passes on a shape when its winner is at most 1% slower than the exhaustive winner
 FIRST_GUESS_RATE = 20.0  # configs/s assumed for the time-limit estimate until a big enough search is measured

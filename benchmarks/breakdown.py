@@ -18,20 +18,16 @@ import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from script_edges import require_gpu, run_script  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from profiling.baselines import MATMUL, peer_precision  # noqa: E402
-from prune.config import Config, ConfigNameError  # noqa: E402
-from runtime.kernels import launcher_for  # noqa: E402
-from script_edges import require_gpu, run_script  # noqa: E402
-from tuner.dtypes import DTYPES  # noqa: E402
-from tuner.errors import UserError  # noqa: E402
+from tune_gemm.core.config import Config, ConfigNameError  # noqa: E402
+from tune_gemm.core.dtypes import DTYPES  # noqa: E402
+from tune_gemm.core.errors import UserError  # noqa: E402
+from tune_gemm.kernels.bound import launcher_for  # noqa: E402
+from tune_gemm.measure.baselines import MATMUL, peer_precision  # noqa: E402
 
 
 def kernel_times(run: Callable[[], object], iters: int) -> dict[str, float]:

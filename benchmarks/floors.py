@@ -20,7 +20,7 @@ from collections.abc import Callable
 import triton
 import triton.language as tl
 
-from prune.rules import cdiv
+from tune_gemm.space.rules import cdiv
 
 STREAM_BLOCK = 8192  # elements per program of the streaming kernel: 16 KiB of fp16, in 16-byte loads
 ELEMENTS_PER_WARP = 1024  # 32 per thread: a few 16-byte loads each

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from profiling.backends import HOST_MARGIN, gpu_sleep_cycles
+from tune_gemm.measure.backends import HOST_MARGIN, gpu_sleep_cycles
 
 FLUSH_BYTES = 256 * 1024 * 1024  # larger than any L2 (do_bench's own flush size)
 BUDGET_MS = 900.0  # GPU time for the timed rounds of one entry, all columns together

@@ -15,7 +15,7 @@ recorded config, the cuBLAS call, max-autotune), on the same inputs as bench_gem
 "tune_gemm" calls the generated module's launcher of the recorded config; "tune_gemm.matmul" the run-time API
 with the results file loaded (its checks, lookup and a new output included: what an application calls). For a
 persistent TMA config, "tune_gemm descriptors" is the host cost of building its tensor descriptors alone. Launches
-after the first of a call signature are replayed (gen.matmul_family.Replay); "tune_gemm, JIT" is the launcher with
+after the first of a call signature are replayed (tune_gemm.kernels.matmul_family.Replay); "tune_gemm, JIT" is the launcher with
 every launch through Triton's JIT instead (what TUNE_GEMM_REPLAY=0 in the environment does everywhere).
 
     python benchmarks/launch_cost.py tuned.yaml --sizes 1024x1024x1024,16x16x16
@@ -30,17 +30,14 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import torch  # noqa: E402
-
 from bench_gemm import _do_bench_us, entry_columns  # noqa: E402
-from gen.tma_family import tma_arguments  # noqa: E402
-from runtime.kernels import tma_variant  # noqa: E402
 from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
-from tuner.problem import GemmProblem  # noqa: E402
+
 from tune_gemm import load_results, matmul  # noqa: E402
+from tune_gemm.core.problem import GemmProblem  # noqa: E402
+from tune_gemm.kernels.bound import tma_variant  # noqa: E402
+from tune_gemm.kernels.tma_family import tma_arguments  # noqa: E402
 
 CALLS = 200
 WARM_CALLS = 20
@@ -96,7 +93,7 @@ def graph_us(call, calls: int = CALLS) -> float:
 
 
 def descriptors_call(config, operands):
-    """The host work of one TMA launch's descriptors (gen.tma_family.tma_arguments), without the launch."""
+    """The host work of one TMA launch's descriptors (tune_gemm.kernels.tma_family.tma_arguments), without the launch."""
     a, b, c = operands[:3]
     variant = tma_variant(config)
     return lambda: tma_arguments(config, variant, a, b, c)

@@ -1,6 +1,6 @@
 """What the benchmark scripts do at their edges: read a sizes or results file, pick the entries a --sizes list names,
 require a GPU, and end on bad input or a missing GPU with one line on stderr and a non-zero exit (as
-tune_gemm does, tuner.errors), never a traceback."""
+tune_gemm does, tune_gemm.core.errors), never a traceback."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuner.errors import UserError
+from tune_gemm.core.errors import UserError
 
 if TYPE_CHECKING:
-    from tuner.sizes import SizeRequest
+    from tune_gemm.files.sizes import SizeRequest
 
 
 def chosen_entries(requests: list[SizeRequest], spec: str | None) -> list[tuple[int, SizeRequest]]:
@@ -34,9 +34,9 @@ def file_entries(path: Path) -> list[SizeRequest]:
     """Every entry of a sizes or results file, fp16 where it names no dtype (tune_gemm's default); UserError for a
     missing, unreadable or malformed file."""
     # the tuner's modules import torch: a script's --help need not wait for it
-    from tuner.dtypes import DTYPES
-    from tuner.problem import GemmProblem
-    from tuner.sizes import load_sizes
+    from tune_gemm.core.dtypes import DTYPES
+    from tune_gemm.core.problem import GemmProblem
+    from tune_gemm.files.sizes import load_sizes
 
     fp16 = DTYPES["fp16"]
     return load_sizes(path, GemmProblem(1, 1, 1, fp16, fp16, fp16))
@@ -46,7 +46,9 @@ def recorded_winners(path: Path, script: str, sizes: str | None = None) -> list[
     """The entries of a results file that `sizes` names (chosen_entries; all by default), each with its config;
     UserError for a file that is not one, or an entry that has no config (a plain sizes file: `script` needs the
     tuner's results)."""
-    from tuner.pipeline import require_config  # imports pandas and the pipeline: only once a script runs
+    from tune_gemm.run.pipeline import (
+        require_config,  # imports pandas and the pipeline: only once a script runs
+    )
 
     requests = file_entries(path)
     for number, request in enumerate(requests, 1):

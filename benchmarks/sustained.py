@@ -32,9 +32,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Self
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 
 WARM_SECONDS = 2.0  # long enough for the clock to settle at the power limit

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import SMALL_SPACE_YAML
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from prune.space import RangeSpace  # noqa: E402
-from helpers import SMALL_SPACE_YAML  # noqa: E402
+from tune_gemm.space.ranges import RangeSpace
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from prune.device import DeviceProfile
-from tuner.dtypes import DTYPES
-from tuner.problem import GemmProblem
+from tune_gemm.core.device import DeviceProfile
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.core.problem import GemmProblem
 
 # The dtypes the run-time matmul takes (fp8 and int8 stay with the tuner: it takes no scales, makes no int32).
 RUNTIME_DTYPES = [name for name, dtype in DTYPES.items() if dtype.kind == "float"]
@@ -93,7 +93,7 @@ class KernelSpy:
 class ReplayingKernel:
     """Stands in for a kernel under the interpreter as Triton's JIT does on a GPU: each launch returns a compiled
     kernel (_CompiledStandIn), so that a generated module captures its launches and replays later ones
-    (gen.matmul_family.Replay) through that kernel's launcher, which runs the real kernel again. Counts both."""
+    (tune_gemm.kernels.matmul_family.Replay) through that kernel's launcher, which runs the real kernel again. Counts both."""
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -109,7 +109,7 @@ class ReplayingKernel:
 
 
 class _CompiledStandIn:
-    """What kernel[grid](...) returns on a GPU, as far as gen.matmul_family.capture reads it: the kernel's parameters
+    """What kernel[grid](...) returns on a GPU, as far as tune_gemm.kernels.matmul_family.capture reads it: the kernel's parameters
     (src.fn.params) and a launcher (compiled[grid]) that takes every positional argument, None for the constants."""
 
     def __init__(self, owner: ReplayingKernel, count: int, constants: dict):
@@ -142,7 +142,7 @@ def replaying(monkeypatch, module, *names: str) -> dict:
 
 def spied(monkeypatch, module, config) -> KernelSpy:
     """A KernelSpy on `config`'s kernel in a generated module (its launcher looks the kernel up at call time)."""
-    from gen.naming import kernel_name
+    from tune_gemm.generate.naming import kernel_name
 
     spy = KernelSpy(getattr(module, kernel_name(config)))
     monkeypatch.setattr(module, kernel_name(config), spy)
@@ -160,15 +160,15 @@ def spied_check(monkeypatch, module, config, seed: int = 0) -> tuple:
 
 
 def timed_outcome(size: GemmProblem, times: dict[str, float], **fields):
-    """A tuner.pipeline.SizeOutcome as a search over the configs `times` (name -> µs) would return it, for tests
+    """A tune_gemm.run.pipeline.SizeOutcome as a search over the configs `times` (name -> µs) would return it, for tests
     of what is built from outcomes (no kernel runs)."""
     import pandas as pd
 
-    from profiling.runner import ChildOutcome
-    from prune.config import Config
-    from tuner.compile import CompileOutcome
-    from tuner.pipeline import SizeOutcome
-    from tuner.search import SearchOutcome
+    from tune_gemm.compile.pool import CompileOutcome
+    from tune_gemm.core.config import Config
+    from tune_gemm.measure.runner import ChildOutcome
+    from tune_gemm.run.pipeline import SizeOutcome
+    from tune_gemm.search.search import SearchOutcome
 
     order = sorted(times, key=times.get)
     table = pd.DataFrame({"config": order, "time_us": [times[n] for n in order], "instances": [5] * len(order)})
@@ -183,7 +183,7 @@ def small_space_file_space():
     """The range space a run given SMALL_SPACE_YAML as its --space file tunes."""
     import yaml
 
-    from prune.space import space_for, space_from_mapping
+    from tune_gemm.space.ranges import space_for, space_from_mapping
 
     return space_from_mapping(yaml.safe_load(SMALL_SPACE_YAML), "space", space_for("interpreter"))
 
@@ -191,9 +191,9 @@ def small_space_file_space():
 def small_space_names(size: GemmProblem) -> list[str]:
     """The configs of SMALL_SPACE_YAML that the interpreter keeps for `size`, in the search's visiting order: what a
     run given that space file tunes, and what its chunks share out."""
-    from prune import prune
-    from prune.device import INTERPRETER_PROFILE
-    from tuner.order import visiting_order
+    from tune_gemm.core.device import INTERPRETER_PROFILE
+    from tune_gemm.search.order import visiting_order
+    from tune_gemm.space.prune import prune
 
     return [str(c) for c in visiting_order(prune(size, INTERPRETER_PROFILE, small_space_file_space()).configs)]
 
@@ -241,9 +241,9 @@ def check_compiled_ahead(tmp_path, p, configs: list) -> dict:
     """Compile each config ahead as the compile pool does (mock arguments, no launch), then check it against float64
     with C poisoned; a launch that compiles another binary means the compile-ahead missed its specialization.
     Returns what the compile-ahead said per config (a config whose compile fails is counted, as the tuner does)."""
-    from gen import write_module
-    from gen.loader import load_module
-    from gen.naming import kernel_name
+    from tune_gemm.generate import write_module
+    from tune_gemm.generate.loader import load_module
+    from tune_gemm.generate.naming import kernel_name
 
     module = load_module(write_module(p, configs, tmp_path))
     ahead, failures = {}, {}

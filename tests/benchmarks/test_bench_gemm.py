@@ -11,11 +11,17 @@ import pytest
 import torch
 from helpers import BENCHMARKS_DIR, load_benchmark
 
-from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, INT_MM, MATMUL, SCALED_MM
-from prune.config import Config
-from tuner.dtypes import DTYPES
-from tuner.problem import GemmProblem
-from tuner.sizes import SizeRequest, load_sizes
+from tune_gemm.core.config import Config
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.core.problem import GemmProblem
+from tune_gemm.files.sizes import SizeRequest, load_sizes
+from tune_gemm.measure.baselines import (
+    FP8_DEQUANTIZED,
+    INT8_AS_FP32,
+    INT_MM,
+    MATMUL,
+    SCALED_MM,
+)
 
 
 def _bench():

@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 from helpers import kill_once_timed
 
-from profiling.faults import ENV_VAR
-from prune.config import Config
-from tuner.order import visiting_order
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.config import Config
+from tune_gemm.search.order import visiting_order
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search.py"
 # 6 configs of 2 shapes at 32x32x32: refine refines it

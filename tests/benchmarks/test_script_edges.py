@@ -11,7 +11,7 @@ import sys
 import pytest
 from helpers import BENCHMARKS_DIR, load_benchmark
 
-from tuner.errors import EXIT_BAD_INPUT, UserError
+from tune_gemm.core.errors import EXIT_BAD_INPUT, UserError
 
 RESULT_ENTRY = ("- {M: 64, N: 64, K: 64, BLOCK_SIZE_M: 64, BLOCK_SIZE_N: 64, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 1, "
                 "SPLIT_K: 1, num_warps: 4, num_stages: 2}\n")

@@ -7,10 +7,10 @@ import pytest
 import torch
 from helpers import problem
 
-from gen import write_module
-from gen.loader import load_module
-from prune.config import Config
-from tuner.problem import GemmProblem
+from tune_gemm.core.config import Config
+from tune_gemm.core.problem import GemmProblem
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
 
 # BLOCK_K 32: the smallest K tile of a 1-byte dot (prune rule matrix_instruction); the second config splits K.
 CONFIGS = [Config(32, 16, 32, 1, 1, 1, 1), Config(16, 32, 32, 2, 2, 1, 2)]

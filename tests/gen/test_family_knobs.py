@@ -1,4 +1,4 @@
-"""gen/matmul_family.py run knobs: the bias epilogue (--bias_vector), input initialisation (--init_type), and the
+"""tune_gemm/kernels/matmul_family.py run knobs: the bias epilogue (--bias_vector), input initialisation (--init_type), and the
 split-K partials summed in the GEMM (FUSED_REDUCE) with its reused arrival counters."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 import torch
 from helpers import problem
 
-from gen import render, write_module
-from gen.loader import load_module
-from prune.config import ATOMIC_REDUCE, Config
-from tuner.run_knobs import INIT_TYPES
+from tune_gemm.core.config import ATOMIC_REDUCE, Config
+from tune_gemm.generate import render, write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.measure.run_knobs import INIT_TYPES
 
 SPLIT_K_1 = Config(16, 16, 16, 1, 1, 1, 1)
 SPLIT_K_4 = Config(16, 16, 16, 1, 4, 1, 1)

@@ -1,16 +1,16 @@
-"""gen.loader: a config's kernel has one Triton cache key in the module of every size that holds it."""
+"""tune_gemm.generate.loader: a config's kernel has one Triton cache key in the module of every size that holds it."""
 
 from __future__ import annotations
 
 import importlib.util
 
 import pytest
-
-from gen import write_module
-from gen.loader import load_module, pin_kernel_lines, settle_helper_keys
-from gen.naming import kernel_name
 from helpers import problem
-from prune.config import Config
+
+from tune_gemm.core.config import Config
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module, pin_kernel_lines, settle_helper_keys
+from tune_gemm.generate.naming import kernel_name
 
 SHARED = Config.parse("BM32_BN32_BK32_GM1_SK1_nW4_nS2")
 OTHERS = [Config.parse("BM16_BN16_BK16_GM1_SK1_nW1_nS1"), Config.parse("BM64_BN32_BK32_GM1_SK2_nW4_nS2")]
@@ -89,12 +89,12 @@ def test_under_the_interpreter_there_is_nothing_to_settle(tmp_path):
 
 
 def test_a_module_cache_with_a_limit_keeps_the_most_recently_used_modules(tmp_path, monkeypatch):
-    import gen.loader
+    import tune_gemm.generate.loader
 
     paths = [write_module(problem(16 * n, 16, 16), [SHARED], tmp_path) for n in (1, 2, 3)]
-    loaded, real = [], gen.loader.load_module
-    monkeypatch.setattr(gen.loader, "load_module", lambda path: loaded.append(path) or real(path))
-    cache = gen.loader.ModuleCache(limit=2)
+    loaded, real = [], tune_gemm.generate.loader.load_module
+    monkeypatch.setattr(tune_gemm.generate.loader, "load_module", lambda path: loaded.append(path) or real(path))
+    cache = tune_gemm.generate.loader.ModuleCache(limit=2)
     first = cache.get(paths[0])
     cache.get(paths[1])
     assert cache.get(paths[0]) is first  # still held, and now the most recent
@@ -102,20 +102,20 @@ def test_a_module_cache_with_a_limit_keeps_the_most_recently_used_modules(tmp_pa
     assert cache.get(paths[0]) is first
     cache.get(paths[1])
     assert loaded == [str(p) for p in (paths[0], paths[1], paths[2], paths[1])]
-    unlimited = gen.loader.ModuleCache()
+    unlimited = tune_gemm.generate.loader.ModuleCache()
     for path in paths * 2:
         unlimited.get(path)
     assert len(loaded) == 4 + 3
 
 
 def test_a_module_cache_loads_a_module_again_once_another_file_is_written_at_its_path(tmp_path, monkeypatch):
-    import gen.loader
+    import tune_gemm.generate.loader
 
     size = problem(32, 32, 32)
     first_path = write_module(size, [SHARED], tmp_path)
-    loaded, real = [], gen.loader.load_module
-    monkeypatch.setattr(gen.loader, "load_module", lambda path: loaded.append(path) or real(path))
-    cache = gen.loader.ModuleCache(limit=2)
+    loaded, real = [], tune_gemm.generate.loader.load_module
+    monkeypatch.setattr(tune_gemm.generate.loader, "load_module", lambda path: loaded.append(path) or real(path))
+    cache = tune_gemm.generate.loader.ModuleCache(limit=2)
     first = cache.get(first_path)
     assert cache.get(first_path) is first and len(loaded) == 1  # the same file: loaded once
     other = OTHERS[0]
@@ -128,11 +128,11 @@ def test_a_module_cache_loads_a_module_again_once_another_file_is_written_at_its
 
 
 def test_file_versions_tell_a_replaced_file_from_the_one_before(tmp_path):
-    import gen.loader
+    import tune_gemm.generate.loader
 
     path = write_module(problem(32, 32, 32), [SHARED], tmp_path)
-    before = gen.loader.file_version(path)
-    assert before is not None and gen.loader.file_version(path) == before
+    before = tune_gemm.generate.loader.file_version(path)
+    assert before is not None and tune_gemm.generate.loader.file_version(path) == before
     write_module(problem(32, 32, 32), [SHARED], tmp_path)  # the same text, written again: another file
-    assert gen.loader.file_version(path) != before
-    assert gen.loader.file_version(tmp_path / "none.py") is None
+    assert tune_gemm.generate.loader.file_version(path) != before
+    assert tune_gemm.generate.loader.file_version(tmp_path / "none.py") is None

@@ -1,6 +1,6 @@
 """gen/matmul_family under the interpreter: grouped_tile, the tile order both families walk, and why pruning keeps
 one GROUP_SIZE_M of those that group every row of tiles, and one where there is one column of tiles
-(prune.rules.repeats_group_order); tiles of fewer rows than a
+(tune_gemm.space.rules.repeats_group_order); tiles of fewer rows than a
 matrix instruction (row_products), right for every input type."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import triton
 import triton.language as tl
 from helpers import problem
 
-from gen import matmul_family, write_module
-from gen.loader import load_module
-from prune.config import Config
-from runtime import kernels
+from tune_gemm.core.config import Config
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels import bound as kernels
+from tune_gemm.kernels import matmul_family
 
 
 @triton.jit
@@ -44,7 +45,7 @@ def test_every_group_of_all_rows_walks_the_tiles_column_by_column(rows, columns)
 
 @pytest.mark.parametrize("rows", [1, 5, 16])
 def test_one_column_of_tiles_is_walked_row_by_row_by_every_group(rows):
-    # why pruning keeps one GROUP_SIZE_M where there is one column of tiles (prune.rules.repeats_group_order)
+    # why pruning keeps one GROUP_SIZE_M where there is one column of tiles (tune_gemm.space.rules.repeats_group_order)
     for group in (1, 2, 4, 8, 32):
         assert _order(rows, 1, group) == [(row, 0) for row in range(rows)]
 
@@ -150,8 +151,9 @@ def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
                                     Config(32, 64, 32, 2, 1, 4, 2)])
 @pytest.mark.parametrize("dtype", ["fp16", "fp8"])
 def test_replayed_plain_launches_match_float64(tmp_path, interpreter_env, monkeypatch, config, dtype):
-    from gen.naming import kernel_name, reduce_kernel_name
     from helpers import replaying
+
+    from tune_gemm.generate.naming import kernel_name, reduce_kernel_name
 
     p = replace(problem(70, 90, 200, dtype, col_b=True, dtype_c="fp16"), bias=True)
     module = load_module(write_module(p, [config], tmp_path))

@@ -1,4 +1,4 @@
-"""gen.parts: every config in exactly one small part module, each part loads alone with just its configs, a
+"""tune_gemm.generate.parts: every config in exactly one small part module, each part loads alone with just its configs, a
 kernel keeps its Triton cache key in any module that holds it, and the first part of a large space loads far
 faster than the whole module."""
 
@@ -9,13 +9,13 @@ import time
 import pytest
 from helpers import problem
 
-from gen import write_module
-from gen.loader import load_module
-from gen.naming import kernel_name
-from gen.parts import write_parts
-from prune import prune
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.generate.naming import kernel_name
+from tune_gemm.generate.parts import write_parts
+from tune_gemm.space.prune import prune
 
 PLAIN = Config.parse("BM32_BN32_BK32_GM1_SK1_nW4_nS2")
 SPLIT = Config.parse("BM64_BN32_BK32_GM1_SK2_nW4_nS2")  # with a reduce kernel

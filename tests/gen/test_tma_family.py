@@ -1,4 +1,4 @@
-"""gen.tma_family: the persistent TMA kernel family, generated and run under the interpreter at odd sizes: C stored
+"""tune_gemm.kernels.tma_family: the persistent TMA kernel family, generated and run under the interpreter at odd sizes: C stored
 through its descriptor or, when the copy engine cannot address it, through masked pointers in place; fp8/bf8 with
 their scales and int8 into int32."""
 
@@ -10,9 +10,15 @@ import pytest
 import torch
 from helpers import KernelSpy, problem, spied, spied_check
 
-from gen import render, write_module
-from gen.loader import load_module
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
+from tune_gemm.core.config import (
+    ATOMIC_REDUCE,
+    FUSED_EDGE,
+    SPLIT_EDGE,
+    SPLIT_TAIL,
+    Config,
+)
+from tune_gemm.generate import render, write_module
+from tune_gemm.generate.loader import load_module
 
 TMA_CONFIGS = [
     Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1),
@@ -470,8 +476,8 @@ def test_split_tail_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env,
 
 
 def test_tail_slices_are_the_pruners(tmp_path, interpreter_env):
-    from prune.device import INTERPRETER_PROFILE
-    from prune.rules import tail_slices
+    from tune_gemm.core.device import INTERPRETER_PROFILE
+    from tune_gemm.space.rules import tail_slices
 
     module = load_module(write_module(problem(64, 64, 64), SPLIT_TAIL_CONFIGS[:1], tmp_path))
     tail = module.TmaVariant(split_tail=True)
@@ -492,7 +498,7 @@ def test_tail_slices_are_the_pruners(tmp_path, interpreter_env):
 
 
 def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
-    from prune.rules import edge_columns
+    from tune_gemm.space.rules import edge_columns
 
     module = load_module(write_module(problem(64, 64, 64), NARROW_CONFIGS[:1], tmp_path))
     for block_n in (64, 128, 256):
@@ -517,8 +523,8 @@ def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
     assert module.edge_options(tile, fused, (128, 32), 2200) == {"EDGE_FUSED": True, "EDGE_N": 128, "EDGE_N2": 32}
     assert module.edge_options(tile, fused, (128, 32), 408) == module.edge_options(tile, narrow, (128, 32), 408)
     # the split edge's slices, as the pruner counts them on a GPU of 132 SMs, and its option
-    from prune.device import INTERPRETER_PROFILE
-    from prune.rules import edge_slices
+    from tune_gemm.core.device import INTERPRETER_PROFILE
+    from tune_gemm.space.rules import edge_slices
 
     split = module.TmaVariant(narrow_edge=True, split_edge=True)
     for M, N, K in [(4096, 4248, 4096), (4096, 4248, 1024), (4096, 4248, 448), (256, 2056, 4096), (16384, 1176, 4096),
@@ -820,7 +826,7 @@ def test_compound_tiles_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_
 
 
 def test_block_parts_are_the_pruners(tmp_path, interpreter_env):
-    from prune.config import block_parts, is_tile_side
+    from tune_gemm.core.config import block_parts, is_tile_side
 
     module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     for side in range(1, 1025):
@@ -977,7 +983,7 @@ def test_launch_arguments_rebuilt_for_another_call_are_the_ones_that_call_builds
     assert _described(rebuilt.c)[1] == c.data_ptr()
 
 
-# Launches replayed (gen.matmul_family.Replay) where they copy an operand (rows padded; an 8-bit or fp32 B copied
+# Launches replayed (tune_gemm.kernels.matmul_family.Replay) where they copy an operand (rows padded; an 8-bit or fp32 B copied
 # K-major) or take scratch (split K, stream-K, a split tail, split edge tiles and their claims counter), C and C^T
 @pytest.mark.parametrize("config,M,N,K,dtype,col_b,bias,copies", [
     (TMA_CONFIGS[0], 70, 130, 90, "fp16", False, True, ["pad_rows_kernel"]),
@@ -996,8 +1002,9 @@ def test_replayed_launches_copy_and_take_scratch_again_and_match_float64(tmp_pat
                                                                         M, N, K, dtype, col_b, bias, copies):
     from dataclasses import replace
 
-    from gen.naming import kernel_name
     from helpers import replaying
+
+    from tune_gemm.generate.naming import kernel_name
 
     p = replace(problem(M, N, K, dtype, col_b=col_b, dtype_c="fp16" if dtype == "fp8" else None), bias=bias)
     module = load_module(write_module(p, [config], tmp_path))

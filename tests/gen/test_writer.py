@@ -1,4 +1,4 @@
-"""gen.writer: the generated module imports, holds one kernel per config, names round-trip, kernels are right."""
+"""tune_gemm.generate.writer: the generated module imports, holds one kernel per config, names round-trip, kernels are right."""
 
 from __future__ import annotations
 
@@ -6,17 +6,16 @@ import ast
 import inspect
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
 from helpers import problem, spied_check
 
-from dataclasses import replace
-
-from gen import generated_filename, render, write_module
-from gen.loader import load_module
-from gen.naming import config_of_kernel, kernel_name, reduce_kernel_name
-from prune.config import ATOMIC_REDUCE, Config
+from tune_gemm.core.config import ATOMIC_REDUCE, Config
+from tune_gemm.generate import generated_filename, render, write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.generate.naming import config_of_kernel, kernel_name, reduce_kernel_name
 
 CONFIGS = [Config(16, 16, 16, 1, 1, 1, 1), Config(32, 16, 32, 2, 2, 1, 2), Config(16, 32, 16, 1, 4, 2, 1)]
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 from helpers import load_benchmark
 
-from gen.matmul_family import Problem, make_operands, relative_error
-from profiling.baselines import SCALED_MM
-from tuner.dtypes import DTYPES
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.kernels.matmul_family import Problem, make_operands, relative_error
+from tune_gemm.measure.baselines import SCALED_MM
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

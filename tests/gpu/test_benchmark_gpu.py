@@ -11,7 +11,7 @@ import torch
 import yaml
 from helpers import H100_FP16_PEAK_TFLOPS
 
-from tuner.cli import main
+from tune_gemm.cli import main
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

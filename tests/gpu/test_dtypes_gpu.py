@@ -13,11 +13,17 @@ import torch
 import yaml
 from helpers import HAS_FP8, needs_fp8, problem
 
-from gen import write_module
-from gen.loader import load_module
-from profiling.baselines import FP8_DEQUANTIZED, INT8_AS_FP32, MATMUL_TF32, baseline_for, baseline_label
-from prune.config import ATOMIC_REDUCE, Config
-from tuner.cli import main
+from tune_gemm.cli import main
+from tune_gemm.core.config import ATOMIC_REDUCE, Config
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.measure.baselines import (
+    FP8_DEQUANTIZED,
+    INT8_AS_FP32,
+    MATMUL_TF32,
+    baseline_for,
+    baseline_label,
+)
 
 HAS_CUDA = torch.cuda.is_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]

@@ -6,12 +6,13 @@ import time
 
 import pytest
 import torch
-
 from helpers import problem
-from profiling import choose_profiler
-from prune.device import detect_device
-from prune.space import RangeSpace
-from tuner.pipeline import TuneSettings, tune_size
+
+from tune_gemm.core.device import detect_device
+from tune_gemm.measure import choose_profiler
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import RangeSpace
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

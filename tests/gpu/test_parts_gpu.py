@@ -1,4 +1,4 @@
-"""On the GPU (`pytest -m gpu`): part modules (gen.parts) for real.
+"""On the GPU (`pytest -m gpu`): part modules (tune_gemm.generate.parts) for real.
 
 - a binary compiled from a part module is found in Triton's cache from the whole module and from a part of
   another slicing (no new cache entry);
@@ -16,17 +16,18 @@ import pytest
 import torch
 from helpers import problem
 
-from gen import write_module
-from gen.parts import write_parts
-from profiling import choose_profiler
-from profiling.child_timeline import REUSED_ORIGIN
-from prune.config import Config
-from prune.device import detect_device
-from prune.space import space_for
-from tuner.checkpoint import discard
-from tuner.compile import compile_all
-from tuner.pipeline import TuneSettings, tune_size
-from tuner.search import sample_seconds
+from tune_gemm.compile.pool import compile_all
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import detect_device
+from tune_gemm.generate import write_module
+from tune_gemm.generate.parts import write_parts
+from tune_gemm.measure import choose_profiler
+from tune_gemm.measure.child_timeline import REUSED_ORIGIN
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search.checkpoint import discard
+from tune_gemm.search.search import sample_seconds
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import space_for
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -1,4 +1,4 @@
-"""On a GPU (`pytest -m gpu`): launches after the first of a call signature are replayed (gen.matmul_family.Replay)
+"""On a GPU (`pytest -m gpu`): launches after the first of a call signature are replayed (tune_gemm.kernels.matmul_family.Replay)
 and compute what the first did, on new matrices at every call, in each family and for each kind of TMA operand; a
 call of another signature (an unaligned view, the same matrix as A and B) is launched through the JIT again; the
 run-time matmul and a CUDA graph replay launches too; launches that copy an operand first or take scratch are
@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gen import matmul_family
-from gen.matmul_family import poison, relative_error
-from prune.config import ATOMIC_REDUCE, SPLIT_EDGE, SPLIT_TAIL, Config
-from runtime.kernels import launcher_for
 from tune_gemm import clear_results, matmul
+from tune_gemm.core.config import ATOMIC_REDUCE, SPLIT_EDGE, SPLIT_TAIL, Config
+from tune_gemm.kernels import matmul_family
+from tune_gemm.kernels.bound import launcher_for
+from tune_gemm.kernels.matmul_family import poison, relative_error
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
               pytest.mark.skipif(not matmul_family.REPLAY_LAUNCHES, reason="replays are off (TUNE_GEMM_REPLAY=0)")]
@@ -122,7 +122,7 @@ def forgetting_choices():
 ], ids=str)
 def test_the_runtime_matmul_and_a_cuda_graph_replay_launches(monkeypatch, forgetting_choices, config):
     replayed = _counted_replays(monkeypatch)
-    monkeypatch.setattr("runtime.lookup.default_config", lambda *args: config)
+    monkeypatch.setattr("tune_gemm.runtime.lookup.default_config", lambda *args: config)
     a, b = _operand(384, 256, False, 5), _operand(256, 512, True, 6)
     results = [matmul(a, b) for _ in range(3)]
     assert all(relative_error(c, a, b) < TOLERANCE for c in results) and len({c.data_ptr() for c in results}) == 3

@@ -12,13 +12,13 @@ import torch
 import yaml
 from helpers import problem
 
-from gen import write_module
-from profiling.cache_flush import FLUSH_KERNEL, CacheFlush
-from gen.loader import load_module
-from profiling.job import ChildJob
-from prune.config import ATOMIC_REDUCE, Config
-from tuner.cli import main
-from tuner.gpus import pinning_env
+from tune_gemm.cli import main
+from tune_gemm.core.config import ATOMIC_REDUCE, Config
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.measure.cache_flush import FLUSH_KERNEL, CacheFlush
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.run.gpus import pinning_env
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -13,13 +13,13 @@ import pytest
 import torch
 from helpers import RUNTIME_DTYPES
 
-from gen.matmul_family import poison
-from runtime import dispatch
-from runtime.dispatch import Dispatcher
-from runtime.lookup import BUCKET, DEFAULT, EXACT, M_BUCKET
 from tune_gemm import clear_results, explain, load_results, matmul
-from tuner.cli import main
-from tuner.dtypes import DTYPES
+from tune_gemm.cli import main
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.kernels.matmul_family import poison
+from tune_gemm.runtime import dispatch
+from tune_gemm.runtime.dispatch import Dispatcher
+from tune_gemm.runtime.lookup import BUCKET, DEFAULT, EXACT, M_BUCKET
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

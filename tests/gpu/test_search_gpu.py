@@ -1,7 +1,7 @@
 """On the GPU (`pytest -m gpu`): the fast search's parts measured for real.
 
 - configs timed in one CUPTI session (batches) get the times they get in a session each;
-- a second size sharing the first one's binaries finds them in Triton's cache (gen.loader);
+- a second size sharing the first one's binaries finds them in Triton's cache (tune_gemm.generate.loader);
 - halving and refine pick the exhaustive winner, or one within a few percent of it, on a real space;
 - the timing child finds every kernel the compile workers built (one cache entry per kernel), split-K reduction
   kernels and fused reductions too, and refine's later rounds find them from the parts written for those rounds.
@@ -14,18 +14,18 @@ import time
 
 import pytest
 import torch
-
 from helpers import problem
 
-from gen.naming import REDUCE_SUFFIX
-from profiling import choose_profiler
-from prune.config import Config
-from prune.device import detect_device
-from prune.space import RangeSpace
-from tuner import search
-from tuner.checkpoint import discard
-from tuner.pipeline import TuneSettings, tune_size
-from tuner.refine import RefinePlan, times_whole_space
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import detect_device
+from tune_gemm.generate.naming import REDUCE_SUFFIX
+from tune_gemm.measure import choose_profiler
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search import search
+from tune_gemm.search.checkpoint import discard
+from tune_gemm.search.refine import RefinePlan, times_whole_space
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import RangeSpace
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -67,7 +67,7 @@ def test_a_second_size_compiles_from_the_first_ones_binaries(tmp_path, monkeypat
           f"{len(first.compiled.compiled)} configs; second: {new} new entries, compile "
           f"{second.seconds['compile']:.1f} s for {len(second.compiled.compiled)} configs ({len(unshared)} unshared)")
     assert len(second.compiled.compiled) - len(unshared) >= 0.8 * len(second.compiled.compiled)
-    # without gen.loader's pin every config of the second size would be a new entry (its line differs)
+    # without tune_gemm.generate.loader's pin every config of the second size would be a new entry (its line differs)
     assert new <= 2 * len(unshared) + 4
 
 
@@ -110,7 +110,7 @@ STAGED = RangeSpace(block_m=(64, 128), block_n=(128, 256), block_k=(64,), group_
 
 
 def test_later_rounds_load_their_configs_from_parts_of_their_own_and_find_the_binaries_built(tmp_path, monkeypatch):
-    # rounds 1 and 2 load their configs from parts written for them (tuner.search, regroup): round 2's finalists
+    # rounds 1 and 2 load their configs from parts written for them (tune_gemm.search.search, regroup): round 2's finalists
     # were compiled from other modules, and a second cache entry would be the child building one again
     cache = tmp_path / "triton_cache"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
@@ -128,6 +128,6 @@ def _assert_each_kernel_built_once(cache, outcome) -> None:
             entries[name] = entries.get(name, 0) + 1
     kernels = {name: count for name, count in entries.items() if name.startswith("matmul_kernel_")}
     print(f"{len(outcome.compiled.compiled)} configs compiled; cache entries per kernel: {kernels}")
-    # gen.loader settles Triton 3.6's order-dependent keys: a second entry would be the child building it again
+    # tune_gemm.generate.loader settles Triton 3.6's order-dependent keys: a second entry would be the child building it again
     gemms = [name for name in kernels if not name.endswith(REDUCE_SUFFIX)]  # a split-K config's reduction apart
     assert len(gemms) == len(outcome.compiled.compiled) and set(kernels.values()) == {1}

@@ -1,5 +1,5 @@
 """On a GPU (`pytest -m gpu`): tiles of fewer rows than a matrix instruction (BLOCK_M < 16, multiplied without one:
-gen.matmul_family.row_products) compile ahead of launch and are right against float64, with C poisoned, at M < 16,
+tune_gemm.kernels.matmul_family.row_products) compile ahead of launch and are right against float64, with C poisoned, at M < 16,
 odd N and K, both B layouts, split K every way, bias, STATIC_SHAPE and every input type."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from helpers import check_compiled_ahead, needs_fp8, problem
 
-from prune.config import ATOMIC_REDUCE, Config
+from tune_gemm.core.config import ATOMIC_REDUCE, Config
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -1,4 +1,4 @@
-"""On the GPU (`pytest -m gpu`): a timing child that takes job after job (profiling.standby) gives each job's GPU
+"""On the GPU (`pytest -m gpu`): a timing child that takes job after job (tune_gemm.measure.standby) gives each job's GPU
 memory back before it waits for the next, so the next job finds the GPU as free as a new child would."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-from profiling.job import ChildJob
-from profiling.runner import run_child, start_standby
-from profiling.standby import STANDBY
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.runner import run_child, start_standby
+from tune_gemm.measure.standby import STANDBY
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

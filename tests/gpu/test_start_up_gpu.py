@@ -1,4 +1,4 @@
-"""On the GPU (`pytest -m gpu`): the helpers tuner.start_up starts ahead of a run's first size (compile workers, a
+"""On the GPU (`pytest -m gpu`): the helpers tune_gemm.run.start_up starts ahead of a run's first size (compile workers, a
 timing child in standby, both with a real GPU driver and the run's timer) are the ones its search then uses."""
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ import re
 
 import pytest
 import torch
-
 from helpers import problem
 
-from profiling import choose_profiler
-from profiling.standby import STANDBY
-from prune.device import detect_device
-from prune.space import RangeSpace
-from tuner.checkpoint import discard
-from tuner.compile import WORKER_PROCESSES
-from tuner.pipeline import TuneSettings, tune_size
-from tuner.start_up import helpers_ready, start_helpers
+from tune_gemm.compile.pool import WORKER_PROCESSES
+from tune_gemm.core.device import detect_device
+from tune_gemm.measure import choose_profiler
+from tune_gemm.measure.standby import STANDBY
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.run.start_up import helpers_ready, start_helpers
+from tune_gemm.search.checkpoint import discard
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import RangeSpace
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

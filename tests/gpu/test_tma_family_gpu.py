@@ -10,11 +10,17 @@ import pytest
 import torch
 from helpers import check_compiled_ahead, problem, spied
 
-from gen import write_module
-from gen.loader import load_module
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.device import INTERPRETER_PROFILE
-from prune.rules import RULES_BY_NAME
+from tune_gemm.core.config import (
+    ATOMIC_REDUCE,
+    FUSED_EDGE,
+    SPLIT_EDGE,
+    SPLIT_TAIL,
+    Config,
+)
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.space.rules import RULES_BY_NAME
 
 pytestmark = [
     pytest.mark.gpu,
@@ -356,8 +362,8 @@ def test_bias_on_gpu(tmp_path):
 
 def _kernels_per_launch(module, launches: int = 6) -> tuple:
     """Time a one-config module's launches with cupti: (kernels per launch, per-launch totals, the GEMM's rows)."""
-    from profiling.backends import CuptiTimer
-    from profiling.schema import per_launch_totals
+    from tune_gemm.measure.backends import CuptiTimer
+    from tune_gemm.measure.schema import per_launch_totals
 
     (name, launcher), = module.LAUNCHERS.items()
     a, b, c = module.make_operands(module.PROBLEM, "cuda")

@@ -7,7 +7,7 @@ import torch
 import yaml
 from helpers import H100_FP16_PEAK_TFLOPS
 
-from tuner.cli import main
+from tune_gemm.cli import main
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -72,7 +72,7 @@ def test_recorded_winners_pass_compare_wo_tuning(tuned, tmp_path):
 
 def test_gpu_faults_are_survived(tmp_path, monkeypatch):
     """A real illegal-address kernel, an abort and an exception, injected into three configs."""
-    from profiling.faults import ENV_VAR
+    from tune_gemm.compile.faults import ENV_VAR
 
     space = tmp_path / "space.yaml"
     space.write_text("BLOCK_SIZE_M: [64, 128]\nBLOCK_SIZE_N: [64, 128]\nBLOCK_SIZE_K: [64]\nGROUP_SIZE_M: [1]\n"

@@ -11,10 +11,10 @@ import pytest
 import torch
 from helpers import check_compiled_ahead, problem
 
-from prune import prune
-from prune.config import Config
-from prune.device import detect_device
-from runtime.kernels import launcher_for
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import detect_device
+from tune_gemm.kernels.bound import launcher_for
+from tune_gemm.space.prune import prune
 
 pytestmark = [
     pytest.mark.gpu,

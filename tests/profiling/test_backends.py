@@ -1,4 +1,4 @@
-"""profiling.backends.EventsTimer on the CPU, with stand-ins for CUDA events and the GPU sleep: the sleep before each
+"""tune_gemm.measure.backends.EventsTimer on the CPU, with stand-ins for CUDA events and the GPU sleep: the sleep before each
 launch outlasts the host time of the launch before it, so that the events time the GPU, not the host."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from profiling import backends
+from tune_gemm.measure import backends
 
 
 class _FakeEvent:

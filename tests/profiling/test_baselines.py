@@ -1,4 +1,4 @@
-"""profiling.baselines: which library call is the baseline for each dtype and layout, that each computes the
+"""tune_gemm.measure.baselines: which library call is the baseline for each dtype and layout, that each computes the
 configs' product on their own operands (scales, bias, int32), and that the results entry names it."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ import pytest
 import torch
 from helpers import problem
 
-from gen import write_module
-from gen.loader import load_module
-from profiling.baselines import (
+from tune_gemm.core.config import Config
+from tune_gemm.files.results import ResultEntry
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.measure.baselines import (
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
     INT_MM,
@@ -22,14 +24,12 @@ from profiling.baselines import (
     baseline_label,
     peer_precision,
 )
-from prune.config import Config
-from tuner.results import ResultEntry
 
 
 @pytest.fixture
 def family(tmp_path, interpreter_env):
     """The kernel family's helpers (make_operands, relative_error, poison, Problem), from a generated module: importing
-    gen.matmul_family here would decorate its kernels for the GPU in this pytest process."""
+    tune_gemm.kernels.matmul_family here would decorate its kernels for the GPU in this pytest process."""
     return load_module(write_module(problem(16, 16, 16), [Config(16, 16, 16)], tmp_path))
 
 

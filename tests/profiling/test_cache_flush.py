@@ -6,14 +6,19 @@ import textwrap
 
 import pytest
 
-import gen.loader
-from profiling import child
-from profiling.backends import HostTimer
-from profiling.cache_flush import FLUSH_KERNEL, MIN_FLUSH_BYTES, CacheFlush, flush_bytes
-from profiling.external import MARKER_BEGIN, MARKER_END, attribute
-from profiling.job import ChildJob
-from profiling.postprocess import load_timings
-from profiling.schema import BASELINE_NAME, KernelTiming
+import tune_gemm.generate.loader
+from tune_gemm.measure import child
+from tune_gemm.measure.backends import HostTimer
+from tune_gemm.measure.cache_flush import (
+    FLUSH_KERNEL,
+    MIN_FLUSH_BYTES,
+    CacheFlush,
+    flush_bytes,
+)
+from tune_gemm.measure.external import MARKER_BEGIN, MARKER_END, attribute
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.postprocess import load_timings
+from tune_gemm.measure.schema import BASELINE_NAME, KernelTiming
 
 CONFIGS = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
 
@@ -75,8 +80,8 @@ FAKE_MODULE = textwrap.dedent(f'''
 def test_the_child_flushes_before_every_launch_of_every_config(tmp_path, monkeypatch, cache_flush):
     module_path = tmp_path / "fake_module.py"
     module_path.write_text(FAKE_MODULE)
-    module = gen.loader.load_module(str(module_path))
-    monkeypatch.setattr(gen.loader, "load_module", lambda path: module)  # the child's, to see its events here
+    module = tune_gemm.generate.loader.load_module(str(module_path))
+    monkeypatch.setattr(tune_gemm.generate.loader, "load_module", lambda path: module)  # the child's, to see its events here
 
     class RecordingFlush:  # stands in for CacheFlush: notes each flush among the launches
         def __init__(self, l2_bytes: int, device: str):

@@ -9,12 +9,12 @@ import pytest
 import torch
 from helpers import problem
 
-from gen import write_module
-from gen.loader import load_module
-from profiling import child
-from profiling.baselines import baseline_for
-from profiling.job import ChildJob
-from prune.config import Config
+from tune_gemm.core.config import Config
+from tune_gemm.generate import write_module
+from tune_gemm.generate.loader import load_module
+from tune_gemm.measure import child
+from tune_gemm.measure.baselines import baseline_for
+from tune_gemm.measure.job import ChildJob
 
 CONFIG = Config(16, 16, 16, 1, 1, 1, 1)
 SET_BYTES = 3 * 64 * 64 * 2  # A, B and C of a 64x64x64 fp16 problem

@@ -1,4 +1,4 @@
-"""profiling.child with part modules (gen.parts): one job times and checks configs of several parts, loading
+"""tune_gemm.measure.child with part modules (tune_gemm.generate.parts): one job times and checks configs of several parts, loading
 each config from its part (the job's whole module is never written here), also after a crash restarts it."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from helpers import problem
 
-from gen.parts import write_parts
-from profiling.faults import ENV_VAR
-from profiling.job import ChildJob
-from profiling.postprocess import load_timings, summarize
-from profiling.runner import run_child
-from profiling.schema import BASELINE_NAME
-from prune.config import Config
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.config import Config
+from tune_gemm.generate.parts import write_parts
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.postprocess import load_timings, summarize
+from tune_gemm.measure.runner import run_child
+from tune_gemm.measure.schema import BASELINE_NAME
 
 NAMES = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM16_BN32_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1",
          "BM32_BN32_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK32_GM1_SK2_nW1_nS1"]

@@ -1,10 +1,10 @@
-"""profiling.child_timeline: seconds from the child's launch to each milestone, in one line."""
+"""tune_gemm.measure.child_timeline: seconds from the child's launch to each milestone, in one line."""
 
 from __future__ import annotations
 
 import time
 
-from profiling.child_timeline import LAUNCHED_ENV, REUSED_ORIGIN, Timeline
+from tune_gemm.measure.child_timeline import LAUNCHED_ENV, REUSED_ORIGIN, Timeline
 
 
 def test_marks_count_from_the_launch_and_a_label_keeps_its_first_time():

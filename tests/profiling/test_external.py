@@ -1,4 +1,4 @@
-"""profiling.external: commands under each profiler, attribution of kernel records, and a whole tuning
+"""tune_gemm.measure.external: commands under each profiler, attribution of kernel records, and a whole tuning
 run through a stand-in `ncu` on PATH (the real one runs in the GPU tests)."""
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from helpers import problem
-from profiling import ProfilerChoice
-from profiling.child import _marker_kernels
-from profiling.external import MARKER_BEGIN, MARKER_END, PROFILERS, attribute
-from profiling.schema import BASELINE_NAME, KernelTiming
-from prune.device import INTERPRETER_PROFILE
-from prune.space import RangeSpace
-from tuner.pipeline import TuneSettings, tune_size
+
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.measure.child import _marker_kernels
+from tune_gemm.measure.external import MARKER_BEGIN, MARKER_END, PROFILERS, attribute
+from tune_gemm.measure.schema import BASELINE_NAME, KernelTiming
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import RangeSpace
 
 A = "matmul_kernel_BM16_BN16_BK16_GM1_SK1_nW1_nS1"
 B = "matmul_kernel_BM32_BN16_BK16_GM1_SK2_nW1_nS1"

@@ -1,4 +1,4 @@
-"""profiling.faults: the test-only fault hook parses its variable and does what each fault says."""
+"""tune_gemm.compile.faults: the test-only fault hook parses its variable and does what each fault says."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from profiling.faults import ENV_VAR, InjectedFault, injected_faults, trigger
+from tune_gemm.compile.faults import ENV_VAR, InjectedFault, injected_faults, trigger
 
 
 def test_nothing_injected_by_default(monkeypatch):
@@ -34,14 +34,14 @@ def test_raising_faults_raise(fault):
 
 @pytest.mark.parametrize("fault,signal_number", [("crash", -6), ("memory", -11)])
 def test_deadly_faults_kill_the_process(fault, signal_number):
-    code = f"from profiling.faults import trigger; trigger({fault!r}, on_gpu=False)"
+    code = f"from tune_gemm.compile.faults import trigger; trigger({fault!r}, on_gpu=False)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
                          cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
     assert run.returncode == signal_number
 
 
 def test_hang_does_not_return():
-    code = "from profiling.faults import trigger; trigger('hang', on_gpu=False)"
+    code = "from tune_gemm.compile.faults import trigger; trigger('hang', on_gpu=False)"
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run([sys.executable, "-c", code], timeout=3,
                        cwd=__import__("pathlib").Path(__file__).resolve().parents[2])

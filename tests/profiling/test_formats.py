@@ -1,4 +1,4 @@
-"""profiling.formats: each external profiler's CSV -> schema rows, and those rows through postprocess.summarize.
+"""tune_gemm.measure.formats: each external profiler's CSV -> schema rows, and those rows through postprocess.summarize.
 
 The fixtures (tests/profiling/fixtures, sources in its README.md) all describe one run: config A
 launched 4 times, config B 3 times (one launch missing), split-K config S 4 times each followed by
@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gen.naming import config_of_kernel
-from profiling.formats import (
+from tune_gemm.generate.naming import config_of_kernel
+from tune_gemm.measure.formats import (
     PARSERS,
     normalize_kernel_name,
     parse_ncu_csv,
@@ -23,8 +23,8 @@ from profiling.formats import (
     parse_rocprof_stats,
     parse_rocprofv3_kernel_trace,
 )
-from profiling.postprocess import summarize
-from profiling.schema import COLUMNS, KernelTiming
+from tune_gemm.measure.postprocess import summarize
+from tune_gemm.measure.schema import COLUMNS, KernelTiming
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

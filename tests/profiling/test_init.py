@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import profiling
-from profiling import choose_profiler
-from profiling.external import PROFILERS as EXTERNAL
-from tuner.errors import UserError
+import tune_gemm.measure as profiling
+from tune_gemm.core.errors import UserError
+from tune_gemm.measure import choose_profiler
+from tune_gemm.measure.external import PROFILERS as EXTERNAL
 
 
 @pytest.mark.parametrize("requested,vendor,timer", [

@@ -1,4 +1,4 @@
-"""profiling.postprocess (CSV -> one time per config) and profiling.schema (append_rows, per_launch_totals)."""
+"""tune_gemm.measure.postprocess (CSV -> one time per config) and tune_gemm.measure.schema (append_rows, per_launch_totals)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gen.naming import kernel_name, reduce_kernel_name
-from prune.config import Config
-from profiling.postprocess import STATISTICS, load_timings, summarize
-from profiling.schema import BASELINE_NAME, COLUMNS, KernelTiming, append_rows, per_launch_totals
+from tune_gemm.core.config import Config
+from tune_gemm.generate.naming import kernel_name, reduce_kernel_name
+from tune_gemm.measure.postprocess import STATISTICS, load_timings, summarize
+from tune_gemm.measure.schema import (
+    BASELINE_NAME,
+    COLUMNS,
+    KernelTiming,
+    append_rows,
+    per_launch_totals,
+)
 
 A = Config(64, 64, 32, 8, 1, 4, 3)
 B = Config(128, 128, 64, 8, 1, 8, 3)

@@ -1,4 +1,4 @@
-"""profiling.runner and profiling.child: a config that kills or hangs the child is blamed and skipped."""
+"""tune_gemm.measure.runner and tune_gemm.measure.child: a config that kills or hangs the child is blamed and skipped."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from helpers import FAKE_MODULE_HEAD
 
-from profiling.job import ChildJob
-from profiling.postprocess import load_timings, summarize
-from profiling.runner import STOP_GRACE_SECONDS, ChildFailed, run_child
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.postprocess import load_timings, summarize
+from tune_gemm.measure.runner import STOP_GRACE_SECONDS, ChildFailed, run_child
 
 # A stand-in for a generated module: same names, trivial "kernels", some of them deadly.
 FAKE_MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''

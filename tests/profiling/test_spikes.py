@@ -1,4 +1,4 @@
-"""Spike filtering in profiling.postprocess.summarize, on synthetic CSVs: a timed launch slower than the
+"""Spike filtering in tune_gemm.measure.postprocess.summarize, on synthetic CSVs: a timed launch slower than the
 config's first (cold) launch is dropped, unless such launches are half of the timed ones or more."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from gen.naming import kernel_name, reduce_kernel_name
-from profiling.postprocess import load_timings, summarize
-from profiling.schema import BASELINE_NAME, COLUMNS
-from prune.config import Config
+from tune_gemm.core.config import Config
+from tune_gemm.generate.naming import kernel_name, reduce_kernel_name
+from tune_gemm.measure.postprocess import load_timings, summarize
+from tune_gemm.measure.schema import BASELINE_NAME, COLUMNS
 
 A = Config(64, 64, 32, 8, 1, 4, 3)
 SPLIT = Config(16, 64, 64, 1, 4, 4, 2)

@@ -1,4 +1,4 @@
-"""profiling.standby: the next timing children are started while one runs, the next run takes over the oldest
+"""tune_gemm.measure.standby: the next timing children are started while one runs, the next run takes over the oldest
 when it fits, and a child whose job ran clean waits for the next job; on the CPU, with the interpreter and the host
 timer."""
 
@@ -12,11 +12,11 @@ import time
 import pytest
 from helpers import FAKE_MODULE_HEAD
 
-from profiling.child_timeline import REUSED_ORIGIN
-from profiling.job import ChildJob
-from profiling.postprocess import load_timings, summarize
-from profiling.runner import PROJECT_ROOT, run_child, start_standby
-from profiling.standby import STANDBY, Standby, standby_key
+from tune_gemm.measure.child_timeline import REUSED_ORIGIN
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.postprocess import load_timings, summarize
+from tune_gemm.measure.runner import PROJECT_ROOT, run_child, start_standby
+from tune_gemm.measure.standby import STANDBY, Standby, standby_key
 
 MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
 
@@ -143,7 +143,7 @@ def test_a_child_whose_runner_leaves_its_job_early_is_stopped(tmp_path):
 
 
 def test_a_child_that_has_served_its_share_of_configs_is_stopped(tmp_path, monkeypatch):
-    monkeypatch.setattr("profiling.standby.MAX_CONFIGS_SERVED", 3)  # each job here hands over 2
+    monkeypatch.setattr("tune_gemm.measure.standby.MAX_CONFIGS_SERVED", 3)  # each job here hands over 2
     _run(tmp_path, "round0")
     reused = STANDBY.waiting[0]
     _run(tmp_path, "round1")  # 4 served: stopped once its job ended
@@ -203,7 +203,7 @@ def test_a_child_that_ends_before_it_is_warm_is_not_ready(tmp_path):
 
 
 def test_a_child_started_ahead_is_taken_by_the_first_run(tmp_path):
-    start_standby({}, "host", interpret=True)  # as tuner.start_up does before a run's first size
+    start_standby({}, "host", interpret=True)  # as tune_gemm.run.start_up does before a run's first size
     assert STANDBY.wait_ready(120.0)
     ahead = STANDBY.waiting[0]
     logged, _ = _run(tmp_path, "round0")
@@ -244,7 +244,7 @@ def test_children_are_kept_waiting_up_to_the_count_and_taken_oldest_first():
 
 
 def test_a_run_keeping_two_waiting_takes_the_older_one(tmp_path):
-    start_standby({}, "host", interpret=True, count=2)  # as tuner.start_up does under a time budget
+    start_standby({}, "host", interpret=True, count=2)  # as tune_gemm.run.start_up does under a time budget
     oldest, other = STANDBY.waiting
     assert STANDBY.wait_ready(120.0) and oldest.ready_path.exists()
     logged, _ = _run(tmp_path, "round0", standby=2)

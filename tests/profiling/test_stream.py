@@ -1,4 +1,4 @@
-"""profiling.stream and the child's batches: configs timed as the tuner reports them compiled, a stop
+"""tune_gemm.measure.stream and the child's batches: configs timed as the tuner reports them compiled, a stop
 request obeyed, a batch cut short by a crash timed again by the next child, and CUPTI's launches split
 back into configs."""
 
@@ -11,11 +11,11 @@ import time
 import pandas as pd
 from helpers import FAKE_MODULE_HEAD
 
-from profiling.backends import SEPARATOR_KERNEL, split_launches
-from profiling.job import ChildJob
-from profiling.runner import run_child
-from profiling.schema import KernelTiming
-from profiling.stream import ReadyWriter, config_batches, request_stop
+from tune_gemm.measure.backends import SEPARATOR_KERNEL, split_launches
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.runner import run_child
+from tune_gemm.measure.schema import KernelTiming
+from tune_gemm.measure.stream import ReadyWriter, config_batches, request_stop
 
 NAMES = [f"BM{m}_BN16_BK16_GM1_SK1_nW1_nS1" for m in (16, 32, 64, 128, 256)]
 

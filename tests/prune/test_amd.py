@@ -4,13 +4,13 @@ use the device's LDS, CU count and MFMA shapes."""
 from __future__ import annotations
 
 import pytest
-
 from helpers import MI250X, MI300X, problem
-from prune import prune
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
-from prune.rules import RULES_BY_NAME, shared_memory_bytes
-from prune.space import AMD_SPACE, FULL_SPACE, SMALL_ROW_SPACE, space_for
+
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.space.prune import prune
+from tune_gemm.space.ranges import AMD_SPACE, FULL_SPACE, SMALL_ROW_SPACE, space_for
+from tune_gemm.space.rules import RULES_BY_NAME, shared_memory_bytes
 
 BIG = problem(4096, 4096, 4096)
 SKINNY = problem(16, 4096, 4096)

@@ -1,4 +1,4 @@
-"""prune.config.Config: printable name, parsing it back, validation, building from a results entry."""
+"""tune_gemm.core.config.Config: printable name, parsing it back, validation, building from a results entry."""
 
 from __future__ import annotations
 
@@ -8,9 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gen.naming import kernel_name
-from prune.config import (AMD_KNOBS, ATOMIC_REDUCE, CLUSTER_SIZES, FUSED_EDGE, KERNEL_PREFIX, SPLIT_EDGE, SPLIT_TAIL,
-                          Config, ConfigNameError, check_field, kernel_switches, minimum_value)
+from tune_gemm.core.config import (
+    AMD_KNOBS,
+    ATOMIC_REDUCE,
+    CLUSTER_SIZES,
+    FUSED_EDGE,
+    KERNEL_PREFIX,
+    SPLIT_EDGE,
+    SPLIT_TAIL,
+    Config,
+    ConfigNameError,
+    check_field,
+    kernel_switches,
+    minimum_value,
+)
+from tune_gemm.generate.naming import kernel_name
 
 FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K", "num_warps", "num_stages",
           "waves_per_eu", "matrix_instr_nonkdim", "kpack", "PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE",

@@ -8,10 +8,15 @@ from helpers import problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gen.naming import config_of_kernel, kernel_name
-from gen.writer import render
-from prune.config import KNOWN_SCHEDULE_HINTS, NUM_STAGES_FOR_AMD_ZERO, Config, ConfigNameError
-from prune.space import AMD_SPACE, FULL_SPACE, space_from_mapping
+from tune_gemm.core.config import (
+    KNOWN_SCHEDULE_HINTS,
+    NUM_STAGES_FOR_AMD_ZERO,
+    Config,
+    ConfigNameError,
+)
+from tune_gemm.generate.naming import config_of_kernel, kernel_name
+from tune_gemm.generate.writer import render
+from tune_gemm.space.ranges import AMD_SPACE, FULL_SPACE, space_from_mapping
 
 ROCM_KNOBS = {"waves_per_eu": 0, "matrix_instr_nonkdim": 16, "kpack": 2}
 

@@ -1,4 +1,4 @@
-"""prune.rules and prune.prune: every rule bites on some (problem, config) and spares another, with limits
+"""tune_gemm.space.rules and prune.prune: every rule bites on some (problem, config) and spares another, with limits
 taken from the DeviceProfile; prune() accounts for every config of the space."""
 
 from __future__ import annotations
@@ -9,10 +9,17 @@ from dataclasses import replace
 import pytest
 from helpers import problem
 
-from prune import FULL_SPACE, PruneResult, RangeSpace, prune
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.device import INTERPRETER_PROFILE
-from prune.rules import (
+from tune_gemm.core.config import (
+    ATOMIC_REDUCE,
+    FUSED_EDGE,
+    SPLIT_EDGE,
+    SPLIT_TAIL,
+    Config,
+)
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.space.prune import FULL_SPACE, PruneResult, RangeSpace, prune
+from tune_gemm.space.rules import (
     DOT_MIN_ROWS,
     FAMILY_RULES,
     RULES,
@@ -30,7 +37,6 @@ from prune.rules import (
     warp_group_warps,
     without_instruction,
 )
-from tuner.dtypes import DTYPES
 
 # A second, deliberately different GPU: AMD-like wave size and registers, less LDS, few CUs, larger
 # instruction tile and a deeper instruction K (64 bytes -> 32 fp16 elements).
@@ -1123,7 +1129,7 @@ def test_decoding_keeps_short_tiles_in_the_plain_family():
 
 
 def test_the_rules_and_the_family_agree_on_which_tiles_go_without_an_instruction():
-    from gen import matmul_family
+    from tune_gemm.kernels import matmul_family
 
     assert DOT_MIN_ROWS == matmul_family.DOT_MIN_ROWS.value
     assert without_instruction(C(8, 16, 16)) and not without_instruction(C(16, 16, 16))

@@ -1,4 +1,4 @@
-"""prune.space: the full range space and space files (space_from_mapping)."""
+"""tune_gemm.space.ranges: the full range space and space files (space_from_mapping)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,25 @@ from dataclasses import replace
 
 import pytest
 import yaml
-
 from helpers import SMALL_SPACE_YAML
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, SPLIT_EDGE, SPLIT_TAIL, Config
-from prune.space import (AMD_SPACE, COMPOUND_SIDES, COMPOUND_WIDTHS, FULL_SPACE, SMALL_ROW_SPACE, RangeSpace,
-                         deterministic, space_from_mapping)
+
+from tune_gemm.core.config import (
+    ATOMIC_REDUCE,
+    FUSED_EDGE,
+    SPLIT_EDGE,
+    SPLIT_TAIL,
+    Config,
+)
+from tune_gemm.space.ranges import (
+    AMD_SPACE,
+    COMPOUND_SIDES,
+    COMPOUND_WIDTHS,
+    FULL_SPACE,
+    SMALL_ROW_SPACE,
+    RangeSpace,
+    deterministic,
+    space_from_mapping,
+)
 
 
 def test_full_space_ranges_are_the_documented_ones():

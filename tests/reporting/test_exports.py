@@ -1,4 +1,4 @@
-"""reporting.export_triton and export_json: both round-trip to the same configs and the same run-time table."""
+"""tune_gemm.outputs.export_triton and export_json: both round-trip to the same configs and the same run-time table."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from gen.loader import load_module
-from prune.config import Config
-from reporting.export_json import file_name, write_json
-from reporting.export_triton import config_of, module_name, write_triton
-from runtime.table import Table, Variant, read_tuned
+from tune_gemm.core.config import Config
+from tune_gemm.generate.loader import load_module
+from tune_gemm.outputs.export_json import file_name, write_json
+from tune_gemm.outputs.export_triton import config_of, module_name, write_triton
+from tune_gemm.runtime.table import Table, Variant, read_tuned
 
 H100 = "NVIDIA H100 80GB HBM3"
 RESULTS = f"""\

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from reporting.export_json import file_name
-from reporting.export_triton import module_name
-from tuner.cli import main
+from tune_gemm.cli import main
+from tune_gemm.outputs.export_json import file_name
+from tune_gemm.outputs.export_triton import module_name
 
 RESULTS = """\
 - {M: 32, N: 32, K: 32, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16, gpu: GPU A, time_us: 3.0, profiler: cupti, matmul_time_us: 2.5}

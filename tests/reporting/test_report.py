@@ -1,4 +1,4 @@
-"""reporting.report: the Markdown and the PNG plots, from a results file, kept timings and a bench CSV."""
+"""tune_gemm.outputs.report: the Markdown and the PNG plots, from a results file, kept timings and a bench CSV."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from reporting.report import BENCH_CSV, REPORT_MD, TFLOPS_PNG, write_report
-from reporting.timings import save_timings, timings_path
-from runtime.table import read_tuned
-from tuner.errors import UserError
+from tune_gemm.core.errors import UserError
+from tune_gemm.outputs.report import BENCH_CSV, REPORT_MD, TFLOPS_PNG, write_report
+from tune_gemm.outputs.timings import save_timings, timings_path
+from tune_gemm.runtime.table import read_tuned
 
 RESULTS = """\
 - {M: 4096, N: 4096, K: 4096, BLOCK_SIZE_M: 128, BLOCK_SIZE_N: 256, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 16, num_warps: 8, num_stages: 5, gpu: NVIDIA H100 80GB HBM3, time_us: 188.836, profiler: cupti, matmul_time_us: 177.716}

@@ -14,14 +14,12 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 import torch
 
-from gen.matmul_family import poison
-from runtime import dispatch
-from runtime.op import matmul_op
 from tune_gemm import explain, load_results, matmul
+from tune_gemm.kernels.matmul_family import poison
+from tune_gemm.runtime import dispatch
+from tune_gemm.runtime.op import matmul_op
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp8": torch.float8_e4m3fn,
           "bf8": torch.float8_e5m2, "int8": torch.int8, "int32": torch.int32}

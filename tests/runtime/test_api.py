@@ -1,11 +1,11 @@
-"""runtime.api: an eager call runs the dispatcher directly; tracing, dispatch modes and autograd go through the op."""
+"""tune_gemm.runtime.api: an eager call runs the dispatcher directly; tracing, dispatch modes and autograd go through the op."""
 
 from __future__ import annotations
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from runtime import api
+from tune_gemm.runtime import api
 
 
 def test_an_eager_call_runs_the_dispatcher_directly(monkeypatch):

@@ -1,4 +1,4 @@
-"""runtime.dispatch without launching: layouts from strides, the call's variant and shape, argument checks."""
+"""tune_gemm.runtime.dispatch without launching: layouts from strides, the call's variant and shape, argument checks."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import pytest
 import torch
 from helpers import problem
 
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
-from runtime.dispatch import Dispatcher, column_major
-from runtime.lookup import DEFAULT, EXACT, M_BUCKET
-from runtime.table import Table, TunedEntry
-from tuner.errors import UserError
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.core.errors import UserError
+from tune_gemm.runtime.dispatch import Dispatcher, column_major
+from tune_gemm.runtime.lookup import DEFAULT, EXACT, M_BUCKET
+from tune_gemm.runtime.table import Table, TunedEntry
 
 CONFIG = Config(16, 32, 16, SPLIT_K=2)
 
@@ -109,7 +109,7 @@ def test_bad_scales_are_refused_before_any_launch(a, b, scales, error, message):
 
 
 def test_fp8_is_refused_on_a_gpu_without_fp8_matrix_instructions(monkeypatch):
-    from runtime import dispatch
+    from tune_gemm.runtime import dispatch
 
     ampere = replace(INTERPRETER_PROFILE, name="NVIDIA A100", fp8=False)
     monkeypatch.setattr(dispatch, "_device_profile", lambda device: ampere)
@@ -129,7 +129,7 @@ def test_operands_past_32_bit_offsets_are_refused():
 
 def test_cpu_tensors_need_the_interpreter():
     # a fresh process without TRITON_INTERPRET: this one runs the interpreter (tests/conftest.py)
-    script = ("import torch\nfrom runtime.dispatch import Dispatcher\n"
+    script = ("import torch\nfrom tune_gemm.runtime.dispatch import Dispatcher\n"
               "try:\n    Dispatcher().matmul(torch.randn(4, 4), torch.randn(4, 4))\n"
               "except ValueError as error:\n    print(error)\n")
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
@@ -139,7 +139,7 @@ def test_cpu_tensors_need_the_interpreter():
 
 
 def test_the_process_table_starts_from_the_environment(tmp_path, monkeypatch):
-    from runtime import dispatch
+    from tune_gemm.runtime import dispatch
 
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     first.write_text("- {M: 16, N: 16, K: 16, BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 16}\n")
@@ -199,7 +199,7 @@ def test_calls_that_copy_or_are_refused_are_checked_each_time(monkeypatch):
 
 
 def test_checked_calls_are_remembered_up_to_a_bound(monkeypatch):
-    from runtime import dispatch
+    from tune_gemm.runtime import dispatch
 
     monkeypatch.setattr(dispatch, "CALLS_REMEMBERED", 2)
     checked = _counted_checks(monkeypatch)

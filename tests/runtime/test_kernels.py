@@ -1,4 +1,4 @@
-"""runtime.kernels.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
+"""tune_gemm.kernels.bound.launcher_for under the interpreter (tests/conftest.py): a config's launch options, num_ctas among
 them, reach the family kernel's launch, on the grid the family gives it; a STATIC_SHAPE config launches the
 constant-shape kernel, right on every shape; a FUSED_REDUCE config sums its split-K partials in its one kernel
 launch, in either family; a SWAP_AB config launches the TMA kernel on C^T; an ALIGN_ROWS config
@@ -11,10 +11,10 @@ import pytest
 import torch
 from helpers import KernelSpy
 
-from gen import matmul_family, tma_family
-from prune.config import ATOMIC_REDUCE, FUSED_EDGE, Config
-from runtime import kernels
-from tuner.dtypes import DTYPES
+from tune_gemm.core.config import ATOMIC_REDUCE, FUSED_EDGE, Config
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.kernels import bound as kernels
+from tune_gemm.kernels import matmul_family, tma_family
 
 M, N, K = 70, 130, 90
 

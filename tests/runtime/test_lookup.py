@@ -1,12 +1,20 @@
-"""runtime.lookup: exact shape, then same N/K in M's power-of-two bucket, then all-dimension buckets, then default."""
+"""tune_gemm.runtime.lookup: exact shape, then same N/K in M's power-of-two bucket, then all-dimension buckets, then default."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prune.config import Config
-from runtime.lookup import BUCKET, DEFAULT, EXACT, M_BUCKET, bucket, choose, default_config
+from tune_gemm.core.config import Config
+from tune_gemm.runtime.lookup import (
+    BUCKET,
+    DEFAULT,
+    EXACT,
+    M_BUCKET,
+    bucket,
+    choose,
+    default_config,
+)
 
 
 def _config(tag: int) -> Config:

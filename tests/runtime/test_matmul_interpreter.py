@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from helpers import RUNTIME_DTYPES
 
-from prune.device import INTERPRETER_PROFILE
-from runtime.dispatch import default_output
-from tuner.dtypes import DTYPES
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.runtime.dispatch import default_output
 
 HERE = Path(__file__).resolve().parent
 CPU = INTERPRETER_PROFILE.name

@@ -1,4 +1,4 @@
-"""runtime.table: results files into the tuned table, filtered by GPU, dtypes and layouts; later files win."""
+"""tune_gemm.runtime.table: results files into the tuned table, filtered by GPU, dtypes and layouts; later files win."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from prune.config import Config
-from runtime.table import Table, Variant, read_tuned
-from tuner.errors import UserError
+from tune_gemm.core.config import Config
+from tune_gemm.core.errors import UserError
+from tune_gemm.runtime.table import Table, Variant, read_tuned
 
 CONFIG = "BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 32, BLOCK_SIZE_K: 16"
 FP16_TT = Variant("fp16", "fp16", False, False)

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from helpers import problem
 
-from prune.config import Config
-from tuner.cli import main
-from tuner.sizes import load_sizes
+from tune_gemm.cli import main
+from tune_gemm.core.config import Config
+from tune_gemm.files.sizes import load_sizes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAST = ["--interpret", "--iters", "2", "--warmup", "1"]

@@ -1,10 +1,10 @@
-"""tuner.checkpoint: written atomically, resumed only under the same key, removed with its empty directories."""
+"""tune_gemm.search.checkpoint: written atomically, resumed only under the same key, removed with its empty directories."""
 
 from __future__ import annotations
 
 import json
 
-from tuner.checkpoint import DIRECTORY, Checkpoint, discard
+from tune_gemm.search.checkpoint import DIRECTORY, Checkpoint, discard
 
 KEY = {"problem": "32x32x32", "settings": {"iters": "20"}}
 

@@ -1,4 +1,4 @@
-"""tuner.chunks: which sizes are split into how many chunks, and that chunks share out a size's configs; and a
+"""tune_gemm.run.chunks: which sizes are split into how many chunks, and that chunks share out a size's configs; and a
 chunk tuned by tune_size (on the CPU) keeps to its share, in files of its own."""
 
 from __future__ import annotations
@@ -9,13 +9,22 @@ from dataclasses import replace
 import pytest
 from helpers import problem
 
-from profiling import ProfilerChoice
-from prune import prune
-from prune.device import INTERPRETER_PROFILE
-from prune.space import space_for
-from tuner.chunks import MIN_CHUNK_CONFIGS, Chunk, Work, alike, chunk_count, plan, plan_work
-from tuner.order import visiting_order
-from tuner.pipeline import TuneSettings, tune_size
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.run.chunks import (
+    MIN_CHUNK_CONFIGS,
+    Chunk,
+    Work,
+    alike,
+    chunk_count,
+    plan,
+    plan_work,
+)
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search.order import visiting_order
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.prune import prune
+from tune_gemm.space.ranges import space_for
 
 BIG, SMALL = problem(4096, 4096, 4096), problem(16, 16, 16)
 

@@ -1,4 +1,4 @@
-"""tuner.cli end to end on the CPU (Triton interpreter): tune, record, check, and refuse bad input."""
+"""tune_gemm.cli end to end on the CPU (Triton interpreter): tune, record, check, and refuse bad input."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import sys
 import pytest
 import torch
 import yaml
-
 from helpers import problem
-from profiling.faults import ENV_VAR
-from prune.config import Config
-from tuner.checkpoint import Checkpoint
-import tuner.cli
-from tuner.cli import main
-from tuner.sizes import load_sizes
+
+import tune_gemm.cli
+from tune_gemm.cli import main
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.config import Config
+from tune_gemm.files.sizes import load_sizes
+from tune_gemm.search.checkpoint import Checkpoint
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
@@ -164,7 +164,7 @@ def test_no_gpu_without_interpret_says_to_use_it(tmp_path):
 def test_rerun_skips_recorded_sizes_unless_retune(tmp_path, space_file, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     helpers_started = []  # the run's compile workers and first timing child start only when a size is to be tuned
-    monkeypatch.setattr(tuner.cli, "start_helpers", helpers_started.append)
+    monkeypatch.setattr(tune_gemm.cli, "start_helpers", helpers_started.append)
     code, results = _tune(tmp_path, space_file, "-m", "16", "-n", "16", "-k", "16")
     assert code == 0 and len(helpers_started) == 1
     first = results.read_text()
@@ -190,7 +190,7 @@ def test_a_recorded_size_leaves_no_checkpoint_behind(tmp_path, space_file, monke
 
 
 def test_a_second_tuner_on_the_same_results_file_is_refused(tmp_path, space_file, monkeypatch, capsys):
-    from tuner.results import exclusive
+    from tune_gemm.files.results import exclusive
 
     monkeypatch.chdir(tmp_path)
     with exclusive(tmp_path / "out.yaml"):
@@ -243,7 +243,7 @@ def test_bad_sizes_file_entries_name_file_entry_and_field(tmp_path, capsys, entr
 def test_config_timeout_defaults_to_the_slow_allowance_under_the_interpreter(tmp_path, space_file, monkeypatch,
                                                                            extra, expected):
     seen = {}
-    monkeypatch.setattr("tuner.cli._tune", lambda requests, args, settings, *rest: seen.setdefault("s", settings) and 0)
+    monkeypatch.setattr("tune_gemm.cli._tune", lambda requests, args, settings, *rest: seen.setdefault("s", settings) and 0)
     main(["-m", "16", "-n", "16", "-k", "16", "--interpret", "--space", str(space_file),
           "--tuning_results_file", str(tmp_path / "out.yaml"), *extra])
     assert seen["s"].config_timeout == expected

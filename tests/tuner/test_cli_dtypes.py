@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tuner.cli import main
+from tune_gemm.cli import main
 
 # Two tile configs with the 32-deep K tile 1-byte inputs need, one of them split-K: a short run.
 SPACE = """\

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from helpers import kill_once_timed
 
-from profiling.faults import ENV_VAR
-from tuner.cli import main
-from tuner.order import visiting_order
+from tune_gemm.cli import main
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.search.order import visiting_order
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = ["-m", "32", "-n", "32", "-k", "32"]
@@ -105,7 +105,7 @@ def test_progress_the_child_writes_after_the_parents_last_look_is_counted(tmp_pa
     # The parent reads the child's progress between polls; a child that writes its last lines and exits between two
     # polls left them unread, and the round's line said "7 of 8 configs" (seen once in CI). A parent that never looks
     # while the child runs still counts every config once it ends.
-    from tuner import search
+    from tune_gemm.search import search
 
     real = search.run_child
     monkeypatch.setattr(search, "run_child", lambda job, *args, **kwargs: real(job, *args, **{**kwargs, "watch": None}))

@@ -1,4 +1,4 @@
-"""tuner.compile: both pools report every config once, agree on which compile, and stream as they go; the
+"""tune_gemm.compile.pool: both pools report every config once, agree on which compile, and stream as they go; the
 worker processes are kept from one stream to the next, and never outlive their owner; what the compiler prints in
 a worker stays off the tuner's output, a failed config's kept in a log file and named in its reason.
 
@@ -16,13 +16,18 @@ from pathlib import Path
 import pytest
 from helpers import problem
 
-import gen.loader
-from gen import write_module
-from gen.parts import write_parts
-from profiling.faults import ENV_VAR
-from prune.config import Config
-import tuner.compile
-from tuner.compile import COMPILER_LOGS, WORKER_PROCESSES, compile_all, compile_stream
+import tune_gemm.compile.pool
+import tune_gemm.generate.loader
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.compile.pool import (
+    COMPILER_LOGS,
+    WORKER_PROCESSES,
+    compile_all,
+    compile_stream,
+)
+from tune_gemm.core.config import Config
+from tune_gemm.generate import write_module
+from tune_gemm.generate.parts import write_parts
 
 NAMES = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK32_GM1_SK1_nW4_nS2", "BM64_BN32_BK32_GM1_SK2_nW4_nS2"]
 
@@ -70,8 +75,8 @@ ERROR_LINE = b"part0.py:6:32: error: 'tt.descriptor_store' op tensor descriptor 
 
 def test_a_failed_compile_prints_nothing_and_names_its_first_error(tmp_path, monkeypatch, capfd):
     printed = ERROR_LINE + b"part0.py:15:76: note: called from\npart0.py:1:0: error: Failures have been detected\n"
-    monkeypatch.setattr(tuner.compile, "_worker", _PrintingCompiler("RuntimeError: PassManager::run failed", printed))
-    name, reason, _ = tuner.compile._compile_in_worker((NAMES[0], str(tmp_path / "generated_kernel646464.py")))
+    monkeypatch.setattr(tune_gemm.compile.pool, "_worker", _PrintingCompiler("RuntimeError: PassManager::run failed", printed))
+    name, reason, _ = tune_gemm.compile.pool._compile_in_worker((NAMES[0], str(tmp_path / "generated_kernel646464.py")))
     assert capfd.readouterr().err == ""
     log = tmp_path / COMPILER_LOGS / f"{NAMES[0]}.log"
     assert log.read_text() == printed.decode()
@@ -82,17 +87,17 @@ def test_a_failed_compile_prints_nothing_and_names_its_first_error(tmp_path, mon
 
 
 def test_a_compiled_config_prints_nothing_and_leaves_no_log(tmp_path, monkeypatch, capfd):
-    monkeypatch.setattr(tuner.compile, "_worker", _PrintingCompiler(None, ERROR_LINE))
-    assert tuner.compile._compile_in_worker((NAMES[0], str(tmp_path / "m.py"))) == (NAMES[0], None, {})
+    monkeypatch.setattr(tune_gemm.compile.pool, "_worker", _PrintingCompiler(None, ERROR_LINE))
+    assert tune_gemm.compile.pool._compile_in_worker((NAMES[0], str(tmp_path / "m.py"))) == (NAMES[0], None, {})
     assert capfd.readouterr().err == ""
     assert not (tmp_path / COMPILER_LOGS).exists()
 
 
 def test_a_failure_without_an_error_line_points_at_its_log(tmp_path):
     log = tmp_path / COMPILER_LOGS / "c.log"
-    assert tuner.compile.with_compiler_log("OutOfResources: shared memory", "", log) == "OutOfResources: shared memory"
+    assert tune_gemm.compile.pool.with_compiler_log("OutOfResources: shared memory", "", log) == "OutOfResources: shared memory"
     assert not log.exists()
-    assert (tuner.compile.with_compiler_log("OutOfResources: shared memory", "ptxas info\n", log)
+    assert (tune_gemm.compile.pool.with_compiler_log("OutOfResources: shared memory", "ptxas info\n", log)
             == f"OutOfResources: shared memory (compiler log {log})")
     assert log.read_text() == "ptxas info\n"
 
@@ -108,8 +113,8 @@ def parts(tmp_path):
 @pytest.fixture
 def loads(monkeypatch) -> list[str]:
     """Every module path loaded in this process."""
-    loaded, real = [], gen.loader.load_module
-    monkeypatch.setattr(gen.loader, "load_module", lambda path: loaded.append(str(path)) or real(path))
+    loaded, real = [], tune_gemm.generate.loader.load_module
+    monkeypatch.setattr(tune_gemm.generate.loader, "load_module", lambda path: loaded.append(str(path)) or real(path))
     return loaded
 
 
@@ -205,9 +210,9 @@ class _InlinePool:
 
 
 def test_a_stream_hands_out_a_window_of_configs_at_a_time(monkeypatch):
-    monkeypatch.setattr(tuner.compile, "_compile_in_worker", lambda task: (task[0], None, {}))
+    monkeypatch.setattr(tune_gemm.compile.pool, "_compile_in_worker", lambda task: (task[0], None, {}))
     pool, names = _InlinePool(), [f"config{i}" for i in range(5)]
-    stream = tuner.compile._windowed(pool, [(name, "module.py") for name in names], window=2)
+    stream = tune_gemm.compile.pool._windowed(pool, [(name, "module.py") for name in names], window=2)
     yielded = []
     for result in stream:
         yielded.append(result[0])
@@ -222,9 +227,9 @@ def test_a_worker_exception_is_raised_by_the_stream(monkeypatch):
     def compile_fails(task):
         raise ImportError(f"{task[1]} does not load")
 
-    monkeypatch.setattr(tuner.compile, "_compile_in_worker", compile_fails)
+    monkeypatch.setattr(tune_gemm.compile.pool, "_compile_in_worker", compile_fails)
     with pytest.raises(ImportError, match="module.py does not load"):
-        list(tuner.compile._windowed(_InlinePool(), [("config", "module.py")], window=2))
+        list(tune_gemm.compile.pool._windowed(_InlinePool(), [("config", "module.py")], window=2))
 
 
 def test_a_changed_environment_starts_new_workers(module, monkeypatch, tmp_path):
@@ -237,12 +242,11 @@ def test_a_changed_environment_starts_new_workers(module, monkeypatch, tmp_path)
 
 _ORPHANING_OWNER = """
 import os, sys
-sys.path.insert(0, {root!r})
-from tuner.compile import WORKER_PROCESSES
+from tune_gemm.compile.pool import WORKER_PROCESSES
 pool = WORKER_PROCESSES.get(2)
 pids = [pool.apply(os.getpid) for _ in range(8)]
 print(*sorted(set(pids)), flush=True)
-os._exit(0)  # as a tuner.workers worker leaves: no atexit, so WORKER_PROCESSES.stop never runs
+os._exit(0)  # as a tune_gemm.run.workers worker leaves: no atexit, so WORKER_PROCESSES.stop never runs
 """
 
 

@@ -1,4 +1,4 @@
-"""tuner.dtypes: the ROCm script's dtype names (and the e4m3/e5m2 aliases), the combinations the kernels run,
+"""tune_gemm.core.dtypes: the ROCm script's dtype names (and the e4m3/e5m2 aliases), the combinations the kernels run,
 the fp8 device check, and the new names through a results file and back as a sizes file."""
 
 from __future__ import annotations
@@ -9,13 +9,18 @@ import pytest
 import torch
 from helpers import problem
 
-from prune import prune
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
-from tuner.dtypes import DTYPES, check_combination, check_device_runs, dtype_named
-from tuner.errors import UserError
-from tuner.results import ResultEntry, read_entries, record
-from tuner.sizes import load_sizes
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.core.dtypes import (
+    DTYPES,
+    check_combination,
+    check_device_runs,
+    dtype_named,
+)
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.results import ResultEntry, read_entries, record
+from tune_gemm.files.sizes import load_sizes
+from tune_gemm.space.prune import prune
 
 
 def test_names_and_aliases():

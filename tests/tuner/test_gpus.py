@@ -1,4 +1,4 @@
-"""tuner.gpus: --ngpus / --gpu_ids validated into a selection, and the first GPU pinned for the child."""
+"""tune_gemm.run.gpus: --ngpus / --gpu_ids validated into a selection, and the first GPU pinned for the child."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from profiling.job import ChildJob
-from profiling.runner import run_child
-from prune.device import INTERPRETER_PROFILE
-from tuner import cli, gpus
-from tuner.cli import main
-from tuner.errors import UserError
-from tuner.gpus import GpuSelection, parse_gpu_ids, pinning_env, select_gpus
+from tune_gemm import cli
+from tune_gemm.cli import main
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.core.errors import UserError
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.runner import run_child
+from tune_gemm.run import gpus
+from tune_gemm.run.gpus import GpuSelection, parse_gpu_ids, pinning_env, select_gpus
 
 
 def test_gpu_ids_are_parsed_in_order():

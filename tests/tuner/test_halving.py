@@ -1,4 +1,4 @@
-"""tuner.halving: which configs each round keeps and how many launches it times, on synthetic timings."""
+"""tune_gemm.search.halving: which configs each round keeps and how many launches it times, on synthetic timings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuner.halving import HalvingPlan, final_times, keep, ranked, round_spec
+from tune_gemm.search.halving import HalvingPlan, final_times, keep, ranked, round_spec
 
 PLAN = HalvingPlan(first_iters=2, reduction=10, margin=0.03, min_keep=8)
 

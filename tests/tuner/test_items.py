@@ -1,12 +1,12 @@
-"""tuner.items: the work queue's bookkeeping, without processes: retries, a split size's final round handed out
+"""tune_gemm.run.items: the work queue's bookkeeping, without processes: retries, a split size's final round handed out
 once all its chunks are in, its merged SizeDone, and chunks that fail."""
 
 from __future__ import annotations
 
 from helpers import problem, timed_outcome
 
-from tuner.chunks import Chunk, Work
-from tuner.items import SizeDone, WorkQueue
+from tune_gemm.run.chunks import Chunk, Work
+from tune_gemm.run.items import SizeDone, WorkQueue
 
 SPLIT = problem(32, 32, 32)
 

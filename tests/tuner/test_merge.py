@@ -1,16 +1,16 @@
-"""tuner.merge: the finalists of a split size's chunks, the size's outcome merged from theirs, and the final round
+"""tune_gemm.run.merge: the finalists of a split size's chunks, the size's outcome merged from theirs, and the final round
 itself (on the CPU: the configs timed side by side, the fastest winning, its check against float64)."""
 
 from __future__ import annotations
 
 from helpers import problem, timed_outcome
 
-from profiling import ProfilerChoice
-from prune import prune
-from prune.device import INTERPRETER_PROFILE
-from tuner.merge import SplitSize, final_round
-from tuner.pipeline import TuneSettings
-from tuner.progress import Stages
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.run.merge import SplitSize, final_round
+from tune_gemm.search.progress import Stages
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.prune import prune
 
 SIZE = problem(64, 64, 64)
 

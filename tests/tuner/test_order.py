@@ -1,4 +1,4 @@
-"""tuner.order: a fixed permutation whose every prefix samples the whole pruned space."""
+"""tune_gemm.search.order: a fixed permutation whose every prefix samples the whole pruned space."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections import Counter
 
 from helpers import problem
 
-from prune import prune
-from prune.device import INTERPRETER_PROFILE
-from tuner.order import visiting_order
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.search.order import visiting_order
+from tune_gemm.space.prune import prune
 
 
 def _configs():

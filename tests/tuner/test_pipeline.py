@@ -1,18 +1,19 @@
-"""tuner.pipeline: one size end to end on the CPU, and survival of configs that fault in every way."""
+"""tune_gemm.run.pipeline: one size end to end on the CPU, and survival of configs that fault in every way."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
-
 from helpers import problem
-from prune.device import INTERPRETER_PROFILE
-from prune.space import RangeSpace
-from profiling import ProfilerChoice
-from profiling.faults import ENV_VAR
-import tuner.pipeline
-from tuner.pipeline import SizeFailed, TuneSettings, config_timeout_for, tune_size
+
+import tune_gemm.run.pipeline
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.run.pipeline import SizeFailed, tune_size
+from tune_gemm.search.settings import TuneSettings, config_timeout_for
+from tune_gemm.space.ranges import RangeSpace
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1,),
                    num_stages=(1,))
@@ -90,11 +91,11 @@ def test_the_search_starts_once_the_runs_helpers_are_ready(tmp_path, monkeypatch
         events.append("search")
         return searching(*args, **kwargs)
 
-    searching = tuner.pipeline.run_search
-    monkeypatch.setattr(tuner.pipeline, "helpers_ready", helpers_ready)
-    monkeypatch.setattr(tuner.pipeline, "run_search", run_search)
+    searching = tune_gemm.run.pipeline.run_search
+    monkeypatch.setattr(tune_gemm.run.pipeline, "helpers_ready", helpers_ready)
+    monkeypatch.setattr(tune_gemm.run.pipeline, "run_search", run_search)
     outcome = tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path), compare=False)
     assert events == ["helpers ready", "search"] and outcome.seconds["start-up"] == 7.5
-    monkeypatch.setattr(tuner.pipeline, "helpers_ready", lambda settings: 0.0)  # a later size: all were ready
+    monkeypatch.setattr(tune_gemm.run.pipeline, "helpers_ready", lambda settings: 0.0)  # a later size: all were ready
     assert "start-up" not in tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, _settings(tmp_path),
                                        compare=False).seconds

@@ -1,4 +1,4 @@
-"""tuner.pipeline with small part modules (gen.parts.PART_SIZE forced down): a size tunes to the same outcome as
+"""tune_gemm.run.pipeline with small part modules (tune_gemm.generate.parts.PART_SIZE forced down): a size tunes to the same outcome as
 with one part, and no process of the tuner imports the whole generated module (it is made to fail on import)."""
 
 from __future__ import annotations
@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 from helpers import problem
 
-import gen.parts
-from profiling import ProfilerChoice
-from profiling.faults import ENV_VAR
-from prune.device import INTERPRETER_PROFILE
-from prune.space import RangeSpace
-from tuner import pipeline
-from tuner.pipeline import TuneSettings, tune_size
+import tune_gemm.generate.parts
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.run import pipeline
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import RangeSpace
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16, 32), group_m=(1,), split_k=(1,), num_warps=(1,),
                    num_stages=(1,))  # 8 configs for 32x32x32, in this order
@@ -38,7 +39,7 @@ def whole_module_unloadable(monkeypatch):
 
 
 def _tune(tmp_path, part_size: int, monkeypatch, space: RangeSpace = SPACE):
-    monkeypatch.setattr(gen.parts, "PART_SIZE", part_size)
+    monkeypatch.setattr(tune_gemm.generate.parts, "PART_SIZE", part_size)
     settings = TuneSettings(profiler=ProfilerChoice("host", "host"), warmup=1, iters=2, interpret=True,
                             workdir=tmp_path / f"parts{part_size}", space=space, config_timeout=30, keep=True)
     outcome = tune_size(problem(32, 32, 32), INTERPRETER_PROFILE, settings, compare=True, log=lambda _: None)

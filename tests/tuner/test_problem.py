@@ -1,4 +1,4 @@
-"""tuner.problem.GemmProblem: C^T = B^T A^T as a problem of its own (what a SWAP_AB config computes)."""
+"""tune_gemm.core.problem.GemmProblem: C^T = B^T A^T as a problem of its own (what a SWAP_AB config computes)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from helpers import problem
 
-from tuner.dtypes import DTYPES
+from tune_gemm.core.dtypes import DTYPES
 
 
 def test_the_transposed_problem_swaps_the_operands_and_their_layouts():

@@ -1,4 +1,4 @@
-"""tuner.progress: one line per stage in quiet mode or off a terminal, bars on a terminal, from any thread."""
+"""tune_gemm.search.progress: one line per stage in quiet mode or off a terminal, bars on a terminal, from any thread."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 from rich.console import Console
 
-from tuner.progress import StageBars, StageLines, stages_for
+from tune_gemm.search.progress import StageBars, StageLines, stages_for
 
 
 def _console(terminal: bool) -> tuple[Console, io.StringIO]:

@@ -1,4 +1,4 @@
-"""tuner.ray_workers on the CPU: a local Ray cluster (started here, 2 CPUs) tunes sizes under the interpreter,
+"""tune_gemm.run.ray_workers on the CPU: a local Ray cluster (started here, 2 CPUs) tunes sizes under the interpreter,
 whole when there are as many sizes as workers or more, including one whose Ray worker is killed mid-task; one size
 split in 2 chunks, one of whose workers is killed mid-chunk (Ray runs the chunk again), or with no retries (the
 other chunk's configs decide); the probe of the cluster's nodes; and the flag checks, which need no Ray."""
@@ -16,19 +16,24 @@ import pytest
 import yaml
 from helpers import problem, small_space_file_space, small_space_names
 
-from profiling import choose_profiler
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
-from tuner import cli
-from tuner.cli import main
-from tuner.errors import UserError
-from tuner.pipeline import TuneSettings
-from tuner.ray_workers import check_ray_flags, probe_nodes, task_options, tune_on_ray
+from tune_gemm import cli
+from tune_gemm.cli import main
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.core.errors import UserError
+from tune_gemm.measure import choose_profiler
+from tune_gemm.run.ray_workers import (
+    check_ray_flags,
+    probe_nodes,
+    task_options,
+    tune_on_ray,
+)
+from tune_gemm.search.settings import TuneSettings
 
 SIZES = [(16, 16, 16), (32, 16, 16), (16, 32, 16)]
 SPLIT = problem(32, 32, 32)  # 24 configs of the small space: 2 chunks of 12 with chunks of at least 4 allowed
 # Launches per config where a test kills a worker mid-chunk: in a Ray worker whose timing child is warm from an
-# earlier task (reused, profiling.standby) a chunk of 1 launch a config lasts 1.5 s, both at work 1.1 s of it, too
+# earlier task (reused, tune_gemm.measure.standby) a chunk of 1 launch a config lasts 1.5 s, both at work 1.1 s of it, too
 # short for _kill_a_busy_worker; with 6, 8 s and 6.6 s (development machine).
 CHUNK_ITERS = 6
 

@@ -1,4 +1,4 @@
-"""tuner.refine: the representatives, the shapes refined and the finalists of `--search refine`, on synthetic
+"""tune_gemm.search.refine: the representatives, the shapes refined and the finalists of `--search refine`, on synthetic
 configs and timings, and the tile order round 0 takes from a pruned space."""
 
 from __future__ import annotations
@@ -10,11 +10,22 @@ from dataclasses import replace
 import pytest
 from helpers import problem
 
-from prune import RangeSpace, prune
-from prune.config import ATOMIC_REDUCE, Config
-from prune.device import INTERPRETER_PROFILE
-from tuner.refine import (ATOMIC_REDUCE_MIN_SPLIT, FUSED_REDUCE_MAX_TILE, RefinePlan, finalists, refine_times, refined,
-                          representatives, shape_of, shapes, times_whole_space, variant_steps)
+from tune_gemm.core.config import ATOMIC_REDUCE, Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.search.refine import (
+    ATOMIC_REDUCE_MIN_SPLIT,
+    FUSED_REDUCE_MAX_TILE,
+    RefinePlan,
+    finalists,
+    refine_times,
+    refined,
+    representatives,
+    shape_of,
+    shapes,
+    times_whole_space,
+    variant_steps,
+)
+from tune_gemm.space.prune import RangeSpace, prune
 
 PLAN = RefinePlan(stages=4, group_m=8, keep=2, margin=0.03, max_keep=3, final=3)
 

@@ -1,4 +1,4 @@
-"""tuner.regression: a benchmark against a reference report (ours or the ROCm script's), and its JUnit XML."""
+"""tune_gemm.files.regression: a benchmark against a reference report (ours or the ROCm script's), and its JUnit XML."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ from pathlib import Path
 import pytest
 from helpers import problem
 
-from prune.config import Config
-from tuner.errors import UserError
-from tuner.regression import DEFAULT_THRESHOLD, Measured, ReferenceEntry, compare, junit_xml, load_reference
-from tuner.results import ResultEntry, dump_entries
+from tune_gemm.core.config import Config
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.regression import (
+    DEFAULT_THRESHOLD,
+    Measured,
+    ReferenceEntry,
+    compare,
+    junit_xml,
+    load_reference,
+)
+from tune_gemm.files.results import ResultEntry, dump_entries
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEFAULTS = problem(1, 1, 1)

@@ -1,16 +1,17 @@
-"""tuner.report: what a size's summary names. Crashes and hangs always, compile failures only with --verbose."""
+"""tune_gemm.outputs.console: what a size's summary names. Crashes and hangs always, compile failures only with --verbose."""
 
 from __future__ import annotations
 
 from helpers import problem
 from rich.console import Console
 
-from prune.device import INTERPRETER_PROFILE
-from prune.space import RangeSpace
-from profiling import ProfilerChoice
-from profiling.faults import ENV_VAR
-from tuner.pipeline import TuneSettings, tune_size
-from tuner.report import print_outcome
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.outputs.console import print_outcome
+from tune_gemm.run.pipeline import tune_size
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.ranges import RangeSpace
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(1,), split_k=(1,), num_warps=(1,),
                    num_stages=(1,))

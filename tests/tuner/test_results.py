@@ -1,4 +1,4 @@
-"""tuner.results: the ROCm-layout results file, its atomic rewrite, and reading it back as a sizes file."""
+"""tune_gemm.files.results: the ROCm-layout results file, its atomic rewrite, and reading it back as a sizes file."""
 
 from __future__ import annotations
 
@@ -7,12 +7,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import problem
-from prune.config import Config
-from tuner.errors import UserError
-from tuner.results import ResultEntry, check_writable, dump_entries, read_entries, record
-from tuner.sizes import load_sizes
+
+from tune_gemm.core.config import Config
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.results import (
+    ResultEntry,
+    check_writable,
+    dump_entries,
+    read_entries,
+    record,
+)
+from tune_gemm.files.sizes import load_sizes
 
 ROCM_KEYS = ["M", "N", "K", "rowMajorA", "rowMajorB", "BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M",
              "SPLIT_K", "num_warps", "num_stages"]
@@ -137,7 +143,7 @@ def test_record_failure_raises_user_error_and_cleans_up(tmp_path, monkeypatch):
     def full_disk(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("tuner.results.os.replace", full_disk)
+    monkeypatch.setattr("tune_gemm.files.results.os.replace", full_disk)
     with pytest.raises(UserError) as info:
         record(path, entry(M=32))
     assert str(info.value) == f"cannot write results file {path}: No space left on device"

@@ -1,5 +1,5 @@
-"""Files of the ROCm tuning script in, our results files out to its reader: tuner.rocm_files, tuner.sizes and
-tuner.results against hand-written fixtures in the script's styles (tests/tuner/fixtures/README.md)."""
+"""Files of the ROCm tuning script in, our results files out to its reader: tune_gemm.files.rocm_files, tune_gemm.files.sizes and
+tune_gemm.files.results against hand-written fixtures in the script's styles (tests/tuner/fixtures/README.md)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 import yaml
 from helpers import problem
 
-from prune.config import Config
-from tuner.cli import main
-from tuner.errors import UserError
-from tuner.results import ResultEntry, record
-from tuner.rocm_files import config_fields, vendor_note
-from tuner.sizes import load_sizes
+from tune_gemm.cli import main
+from tune_gemm.core.config import Config
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.results import ResultEntry, record
+from tune_gemm.files.rocm_files import config_fields, vendor_note
+from tune_gemm.files.sizes import load_sizes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEFAULTS = problem(1, 1, 1)

@@ -13,16 +13,23 @@ import pandas as pd
 import pytest
 from helpers import problem
 
-from profiling.faults import ENV_VAR
-from profiling.job import ChildJob
-from prune.config import Config
-from tuner.cli import main
-from tuner.errors import UserError
-from tuner.report import time_breakdown
-from tuner.results import ResultEntry, read_entries, record, recorded
-from tuner.run_knobs import (DEFAULT_RESULTS_FILE, ZEROS_WARNING, flush_rounds, results_file, rotating_bytes,
-                             rounds_flushed, warmup_launches)
-from tuner.sizes import load_sizes
+from tune_gemm.cli import main
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.config import Config
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.results import ResultEntry, read_entries, record, recorded
+from tune_gemm.files.sizes import load_sizes
+from tune_gemm.measure.job import ChildJob
+from tune_gemm.measure.run_knobs import (
+    DEFAULT_RESULTS_FILE,
+    ZEROS_WARNING,
+    flush_rounds,
+    results_file,
+    rotating_bytes,
+    rounds_flushed,
+    warmup_launches,
+)
+from tune_gemm.outputs.console import time_breakdown
 
 SIZE = ["-m", "16", "-n", "16", "-k", "16"]
 

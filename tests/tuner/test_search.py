@@ -1,4 +1,4 @@
-"""tuner.search end to end on the CPU (Triton interpreter, host timer): halving and refine rounds, --jobs
+"""tune_gemm.search.search end to end on the CPU (Triton interpreter, host timer): halving and refine rounds, --jobs
 chunks, the time budget, and resuming from the checkpoint an interrupted run left."""
 
 from __future__ import annotations
@@ -10,18 +10,19 @@ from pathlib import Path
 import pytest
 from helpers import problem
 
-from gen.naming import kernel_name
-from profiling import ProfilerChoice
-from profiling.faults import ENV_VAR
-from prune import prune
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
-from prune.space import RangeSpace
-from tuner import search
-from tuner.checkpoint import Checkpoint
-from tuner.halving import HalvingPlan
-from tuner.pipeline import SizeFailed, TuneSettings, tune_size
-from tuner.refine import RefinePlan, shape_of
+from tune_gemm.compile.faults import ENV_VAR
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.generate.naming import kernel_name
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.run.pipeline import SizeFailed, tune_size
+from tune_gemm.search import search
+from tune_gemm.search.checkpoint import Checkpoint
+from tune_gemm.search.halving import HalvingPlan
+from tune_gemm.search.refine import RefinePlan, shape_of
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.space.prune import prune
+from tune_gemm.space.ranges import RangeSpace
 
 SPACE = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16, 32), group_m=(1,), split_k=(1,), num_warps=(1,),
                    num_stages=(1,))  # 8 configs for 32x32x32

@@ -1,16 +1,16 @@
-"""tuner.sizes.load_sizes: valid sizes files (ours, ROCm's, results files) and every way one can be wrong."""
+"""tune_gemm.files.sizes.load_sizes: valid sizes files (ours, ROCm's, results files) and every way one can be wrong."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from helpers import problem
-from prune.config import Config
-from tuner.dtypes import DTYPES
-from tuner.errors import UserError
-from tuner.sizes import MAX_ELEMENTS, SizeRequest, load_sizes
+
+from tune_gemm.core.config import Config
+from tune_gemm.core.dtypes import DTYPES
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.sizes import MAX_ELEMENTS, SizeRequest, load_sizes
 
 DEFAULTS = problem(1, 1, 1)  # fp16 -> fp16, row-major A and B
 FP16, BF16, FP32 = DTYPES["fp16"], DTYPES["bf16"], DTYPES["fp32"]
@@ -304,7 +304,7 @@ def test_python_yaml_tag_is_not_constructed(tmp_path):
 
 
 def test_check_fits_refuses_sizes_larger_than_the_gpu_memory():
-    from tuner.sizes import check_fits
+    from tune_gemm.files.sizes import check_fits
 
     big = problem(40000, 40000, 40000, "fp32")  # 3 x 6.0 GiB
     check_fits(big, 80 * 2**30, "size")

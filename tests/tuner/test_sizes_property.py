@@ -1,14 +1,14 @@
-"""tuner.sizes under random YAML documents: it loads valid sizes or raises the user-facing error, nothing else."""
+"""tune_gemm.files.sizes under random YAML documents: it loads valid sizes or raises the user-facing error, nothing else."""
 
 from __future__ import annotations
 
 import yaml
+from helpers import problem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import problem
-from tuner.errors import UserError
-from tuner.sizes import SizeRequest, load_sizes
+from tune_gemm.core.errors import UserError
+from tune_gemm.files.sizes import SizeRequest, load_sizes
 
 KEYS = ["M", "N", "K", "rowMajorA", "rowMajorB", "dtype_a", "dtype_b", "dtype_c", "BLOCK_SIZE_M", "BLOCK_SIZE_N",
         "BLOCK_SIZE_K", "SPLIT_K", "num_warps", "other"]

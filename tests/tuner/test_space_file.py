@@ -1,13 +1,13 @@
-"""tuner/space_file.py: a --space file read over the vendor's full space, and each way one can be wrong as one
+"""tune_gemm/space/space_file.py: a --space file read over the vendor's full space, and each way one can be wrong as one
 UserError naming the file."""
 
 from __future__ import annotations
 
 import pytest
 
-from prune.space import space_for
-from tuner.errors import UserError
-from tuner.space_file import read_space
+from tune_gemm.core.errors import UserError
+from tune_gemm.space.ranges import space_for
+from tune_gemm.space.space_file import read_space
 
 
 def test_no_file_is_the_vendor_s_full_space():

@@ -1,4 +1,4 @@
-"""tuner.start_up: the run's compile workers and first timing child are started ahead of its sizes and waited for
+"""tune_gemm.run.start_up: the run's compile workers and first timing child are started ahead of its sizes and waited for
 before a size's search starts its clock; on the CPU (workers without a GPU driver, a child without a GPU)."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from profiling import ProfilerChoice
-from profiling.external import PROFILERS
-from profiling.standby import STANDBY
-from tuner.compile import WORKER_PROCESSES
-from tuner.pipeline import TuneSettings
-from tuner.start_up import helpers_ready, start_helpers
+from tune_gemm.compile.pool import WORKER_PROCESSES
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.measure.external import PROFILERS
+from tune_gemm.measure.standby import STANDBY
+from tune_gemm.run.start_up import helpers_ready, start_helpers
+from tune_gemm.search.settings import TuneSettings
 
 # as on a GPU: process workers compile ahead, a timing child in standby
 ON_A_GPU = TuneSettings(profiler=ProfilerChoice("host", "host"), num_threads=2)
@@ -40,7 +40,7 @@ def test_helpers_start_without_waiting_and_are_waited_for_once():
 
 
 def test_helpers_ready_starts_what_is_not_running():
-    assert helpers_ready(ON_A_GPU) > 0  # a size tuned without start_helpers ahead (a tuner.workers worker's first)
+    assert helpers_ready(ON_A_GPU) > 0  # a size tuned without start_helpers ahead (a tune_gemm.run.workers worker's first)
     assert WORKER_PROCESSES.wait_ready(0.0) and STANDBY.wait_ready(0.0)
 
 
@@ -54,6 +54,6 @@ def test_helpers_ready_starts_what_is_not_running():
     (replace(ON_A_GPU, time_budget=40.0, search="exhaustive"), True, 1),  # one round: no round after it
 ])
 def test_only_the_helpers_the_searches_use_are_started(settings, workers, standby):
-    assert (settings.compile_workers, settings.standby_children) == (workers, standby)  # tuner.pipeline's say
+    assert (settings.compile_workers, settings.standby_children) == (workers, standby)  # tune_gemm.run.pipeline's say
     start_helpers(settings)
     assert WORKER_PROCESSES.running == workers and len(STANDBY.waiting) == (standby or 0)

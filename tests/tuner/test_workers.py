@@ -1,9 +1,9 @@
-"""tuner.workers on the CPU: interpreter workers stand in for GPUs (--interpret --ngpus N).
+"""tune_gemm.run.workers on the CPU: interpreter workers stand in for GPUs (--interpret --ngpus N).
 
 Several workers tune a size list into one results file, as one worker does; a worker killed in the middle of
 a size has the size retried by a fresh worker; a size whose workers keep dying is reported as failed. With fewer
-sizes than workers a size is split into config chunks (tuner.chunks), whose best configs are timed again; a
-worker killed in a chunk has the chunk retried. The work queue's bookkeeping is tuner.items' (test_items)."""
+sizes than workers a size is split into config chunks (tune_gemm.run.chunks), whose best configs are timed again; a
+worker killed in a chunk has the chunk retried. The work queue's bookkeeping is tune_gemm.run.items' (test_items)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ import threading
 import yaml
 from helpers import problem, small_space_names
 
-from profiling import choose_profiler
-from prune.config import Config
-from prune.device import INTERPRETER_PROFILE
-from tuner import cli
-from tuner.chunks import Chunk
-from tuner.cli import main
-from tuner.gpus import GpuSelection, pinning_env
-from tuner.pipeline import TuneSettings
-from tuner.workers import Slot, slots_for, tune_on_workers, worker_settings
+from tune_gemm import cli
+from tune_gemm.cli import main
+from tune_gemm.core.config import Config
+from tune_gemm.core.device import INTERPRETER_PROFILE
+from tune_gemm.measure import choose_profiler
+from tune_gemm.run.chunks import Chunk
+from tune_gemm.run.gpus import GpuSelection, pinning_env
+from tune_gemm.run.workers import Slot, slots_for, tune_on_workers, worker_settings
+from tune_gemm.search.settings import TuneSettings
 
 SIZES = [(16, 16, 16), (32, 16, 16), (16, 32, 16), (32, 32, 16)]
 FAST = ["--iters", "1", "--warmup", "0", "--quiet"]

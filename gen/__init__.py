@@ -1,5 +1,0 @@
-"""Generator: writes the generated_kernel*.py module with one specialized kernel per config."""
-
-from gen.writer import generated_filename, render, write_module
-
-__all__ = ["generated_filename", "render", "write_module"]

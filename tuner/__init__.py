@@ -1,1 +1,0 @@
-"""Core of tune_gemm: problem and dtype types, sizes/results files, the tuning pipeline and the CLI."""
