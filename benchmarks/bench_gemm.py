@@ -15,6 +15,11 @@ the same clock and power state).
     python benchmarks/bench_gemm.py output_tuning.yaml --csv report/bench.csv   # then tune_gemm --report report
     python benchmarks/bench_gemm.py output_tuning.yaml --floors   # how far each column is from the floors
     python benchmarks/bench_gemm.py output_tuning.yaml --time_budget 500   # fewer shapes, never fewer columns
+    python benchmarks/bench_gemm.py new.yaml --before old.yaml   # two tunings of the same shapes side by side
+
+--before OLD adds a column: for each entry, the config OLD records for the same problem (shape, layouts, dtypes,
+bias), timed in the same rounds on the same inputs, and "vs before" (its time over the entry's). Two tunings then
+meet the same clock, power state and baselines; where both recorded one config the ratio shows the noise.
 
 --time_budget S starts a size only where it would end within S seconds of the first, at the pace of the slowest size
 so far; the sizes left are named, and the table, CSV and chart hold those measured. Ctrl-C ends the run the same way.
@@ -137,6 +142,7 @@ class Measured:
     tutorial: str  # the tutorial config that gave its column ("" when none fits)
     baseline: str  # the cuBLAS call of the cuBLAS column (tune_gemm.measure.baselines label)
     failures: dict[str, str]  # column -> why it has no time
+    before_config: str = ""  # the config of the "before" column (--before), "" without one
 
 
 PEERS = ("cuBLAS", "max-autotune")  # what users would use instead; "vs best peer" takes the faster
@@ -151,17 +157,29 @@ class EntryColumns:
     failures: dict[str, str]  # column -> why it has no call
 
 
-def entry_columns(problem: GemmProblem, config, workdir: Path) -> EntryColumns:
-    """The tune_gemm, cuBLAS and max-autotune calls of one entry, on the same inputs; the recorded config is
-    checked against float64 first (max-autotune autotunes here, outside any timing)."""
-    module = _load(write_module(problem, [config, *(c for c in TUTORIAL_CONFIGS if c != config)], workdir))
-    operands = module.make_operands(module.PROBLEM, "cuda")
+def _checked_launcher(module, problem: GemmProblem, config):
+    """The generated module's launcher of `config`, after its output matched float64 within the dtype's tolerance."""
     launcher = module.LAUNCHERS[str(config)]
     error = module.check_config(launcher, module.PROBLEM, "cuda")
     if error > problem.dtype_a.tolerance:
         raise SystemExit(f"{problem.label} {config}: relative error {error:.2e}, not benchmarking a wrong kernel")
+    return launcher
+
+
+def entry_columns(problem: GemmProblem, config, workdir: Path, before=None) -> EntryColumns:
+    """The tune_gemm, cuBLAS and max-autotune calls of one entry (and `before`, another tuning's config for it),
+    on the same inputs; the recorded configs are checked against float64 first (max-autotune autotunes here,
+    outside any timing)."""
+    extra = [before] if before is not None and before != config else []
+    configs = [config, *extra, *(c for c in TUTORIAL_CONFIGS if c not in (config, *extra))]
+    module = _load(write_module(problem, configs, workdir))
+    operands = module.make_operands(module.PROBLEM, "cuda")
+    launcher = _checked_launcher(module, problem, config)
     baseline = baseline_for([operands])
     calls = {"tune_gemm": lambda: launcher(*operands), "cuBLAS": lambda: baseline(0)}
+    if before is not None:
+        before_launcher = _checked_launcher(module, problem, before)
+        calls["before"] = lambda: before_launcher(*operands)
     with baseline.precision():  # fp32: Inductor's templates and cuBLAS both run it as TF32, as the configs do
         compiled, failure = compiled_peer(*inductor_target(baseline.label, operands))
     failures = {}
@@ -190,10 +208,10 @@ def compiled_peer(function, arguments: tuple):
     return (lambda: compiled(*arguments)), None
 
 
-def bench_entry(problem: GemmProblem, config, workdir: Path, floors: bool = False) -> Measured:
+def bench_entry(problem: GemmProblem, config, workdir: Path, floors: bool = False, before=None) -> Measured:
     """Every column's median microseconds for one size (see the module docstring); with `floors`, the launch and
-    memory floors of benchmarks/floors.py are timed in the same rounds."""
-    entry = entry_columns(problem, config, workdir)
+    memory floors of benchmarks/floors.py are timed in the same rounds; with `before`, that config too."""
+    entry = entry_columns(problem, config, workdir, before)
     tutorial_call, tutorial = best_tutorial(entry.module, problem, entry.operands)
     calls = entry.calls | ({"triton tutorial": tutorial_call} if tutorial_call else {})
     if floors:
@@ -205,7 +223,8 @@ def bench_entry(problem: GemmProblem, config, workdir: Path, floors: bool = Fals
               f"{', '.join(timed.exposed)} still found the GPU past the start of their timed window: their times may "
               "hold host time", flush=True)
     times = {name: math.inf for name in (*PEERS, "triton tutorial")} | timed.gpu_us
-    return Measured(times, timed.host_us, timed.exposed, tutorial, entry.baseline.label, entry.failures)
+    return Measured(times, timed.host_us, timed.exposed, tutorial, entry.baseline.label, entry.failures,
+                    "" if before is None else str(before))
 
 
 def _ratio(peer_us: float, ours_us: float) -> float | str:
@@ -233,7 +252,7 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:
-        print("| " + " | ".join(str(row[column]) for column in columns) + " |")
+        print("| " + " | ".join(str(row.get(column, "")) for column in columns) + " |")
 
 
 def geometric_mean(ratios: list) -> str:
@@ -248,7 +267,8 @@ def geometric_mean(ratios: list) -> str:
 def _write_csv(path: Path, rows: list[dict]) -> None:
     """The table so far as CSV, replaced atomically."""
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    fields = list(dict.fromkeys(field for row in rows for field in row))  # a later row may add one ("vs before")
+    writer = csv.DictWriter(text, fieldnames=fields, restval="")
     writer.writeheader()
     writer.writerows(rows)
     write_text(path, text.getvalue(), "benchmark CSV")
@@ -280,6 +300,9 @@ def entry_row(problem: GemmProblem, config, measured: Measured, floors: bool) ->
         row[f"vs {peer}"] = _ratio(times[peer], times["tune_gemm"])
     row["vs best peer"] = _ratio(min(times[peer] for peer in PEERS), times["tune_gemm"])
     row["vs tutorial"] = round(times["triton tutorial"] / times["tune_gemm"], 3) if tutorial else ""
+    if "before" in times:
+        row["before config"] = measured.before_config
+        row["vs before"] = _ratio(times["before"], times["tune_gemm"])
     if floors:
         row |= floor_fields(times)
     # every column gets a host field, empty where it did not run, so that all rows have the fields of the first (the
@@ -305,10 +328,19 @@ class BenchRun:
         return self.why_left == INTERRUPTED
 
 
+def before_configs(requests: list[SizeRequest], earlier: list[SizeRequest]) -> dict:
+    """For each request, the config an earlier tuning (`earlier`) recorded for the same problem, by problem; a
+    problem the earlier tuning lacks is left out (its rows then have no "before" column)."""
+    recorded = {request.problem: request.config for request in earlier}
+    return {request.problem: recorded[request.problem] for request in requests if request.problem in recorded}
+
+
 def bench_sizes(requests: list[SizeRequest], floors: bool, budget_s: float | None, csv_path: Path | None,
-                clock: Callable[[], float] = time.monotonic) -> BenchRun:
+                clock: Callable[[], float] = time.monotonic, before: dict | None = None) -> BenchRun:
     """Benchmark each size in turn (bench_entry), as --time_budget allows (starts_another); Ctrl-C stops the run with
-    the sizes measured. The CSV is rewritten after each size, so that a run killed keeps what it measured."""
+    the sizes measured. The CSV is rewritten after each size, so that a run killed keeps what it measured. `before`
+    maps a problem to another tuning's config for it (before_configs), timed beside the entry's."""
+    before = before or {}
     rows: list[dict] = []
     started, slowest_s = clock(), None
     with tempfile.TemporaryDirectory() as workdir:
@@ -317,7 +349,8 @@ def bench_sizes(requests: list[SizeRequest], floors: bool, budget_s: float | Non
                 return BenchRun(rows, requests[index:], f"time budget of {budget_s:g} s")
             begun = clock()
             try:
-                measured = bench_entry(request.problem, request.config, Path(workdir), floors)
+                measured = bench_entry(request.problem, request.config, Path(workdir), floors,
+                                       before.get(request.problem))
             except KeyboardInterrupt:
                 return BenchRun(rows, requests[index:], INTERRUPTED)
             slowest_s = max(slowest_s or 0.0, clock() - begun)
@@ -339,6 +372,9 @@ def main() -> int:
     parser.add_argument("--png", type=Path, help="write a bar chart of TFLOP/s per shape and column")
     parser.add_argument("--floors", action="store_true",
                         help="time the launch and memory floors beside the columns (benchmarks/floors.py)")
+    parser.add_argument("--before", type=Path, metavar="RESULTS",
+                        help="another tuning's results file: its config for each entry's problem is timed beside "
+                             "the entry's, with the ratio in \"vs before\"")
     parser.add_argument("--time_budget", type=float, metavar="SECONDS",
                         help="start a size only where it would end within this many seconds of the first, at the "
                              "pace of the slowest so far: fewer sizes, never fewer columns")
@@ -355,8 +391,9 @@ def main() -> int:
         if code:
             print(f"bench_gemm: tuning exited {code}; benchmarking what was recorded", file=sys.stderr)
     requests = recorded_winners(args.results, "bench_gemm")
+    before = before_configs(requests, recorded_winners(args.before, "bench_gemm")) if args.before else {}
     require_gpu()
-    run = bench_sizes(requests, args.floors, args.time_budget, args.csv)
+    run = bench_sizes(requests, args.floors, args.time_budget, args.csv, before=before)
     rows = run.rows
     if run.left:
         print(f"bench_gemm: {run.why_left}: {len(rows)} of {len(requests)} sizes benchmarked; not benchmarked: "
@@ -367,10 +404,13 @@ def main() -> int:
     columns = ["size", "config", "cuBLAS call", "tune_gemm TFLOP/s", "cuBLAS TFLOP/s", "max-autotune TFLOP/s",
                "triton tutorial TFLOP/s", "vs cuBLAS", "vs max-autotune", "vs best peer", "vs tutorial"]
     print_table(rows, columns)
+    if before:
+        print_table(rows, ["size", "config", "before config", "tune_gemm us", "before us", "vs before"])
     if args.floors:
         print_table(rows, ["size", f"{LAUNCH_FLOOR} us", f"{MEMORY_FLOOR} us", *FLOOR_COLUMNS])
-    for column in ("vs cuBLAS", "vs max-autotune", "vs best peer", *(["ceiling vs best peer"] if args.floors else [])):
-        print(f"geometric mean {column}: {geometric_mean([r[column] for r in rows])}")
+    for column in ("vs cuBLAS", "vs max-autotune", "vs best peer", *(["ceiling vs best peer"] if args.floors else []),
+                   *(["vs before"] if before else [])):
+        print(f"geometric mean {column}: {geometric_mean([r.get(column, '') for r in rows])}")
     if args.png:
         from tune_gemm.outputs.plots import plot_tflops
 

@@ -200,7 +200,7 @@ def _requests(count: int) -> list[SizeRequest]:
 def _fake_entry(bench, clock, seconds, interrupt_at=None):
     calls = []
 
-    def bench_entry(problem, config, workdir, floors):
+    def bench_entry(problem, config, workdir, floors, before=None):
         calls.append(problem.M)
         if len(calls) == interrupt_at:
             raise KeyboardInterrupt
@@ -237,7 +237,7 @@ def test_a_first_size_whose_peer_failed_and_a_second_where_it_ran_share_the_csv_
                        {"tune_gemm": 29.3, "cuBLAS": 21.2, "max-autotune": 72.9, "triton tutorial": 25.5}, [],
                        "BM128", SCALED_MM, {}),
     ])
-    monkeypatch.setattr(bench, "bench_entry", lambda problem, config, workdir, floors: next(entries))
+    monkeypatch.setattr(bench, "bench_entry", lambda problem, config, workdir, floors, before=None: next(entries))
     run = bench.bench_sizes(_requests(2), False, None, tmp_path / "b.csv")
     assert list(run.rows[0]) == list(run.rows[1])
     with open(tmp_path / "b.csv", newline="") as handle:
@@ -303,3 +303,37 @@ def test_a_budget_that_is_not_positive_is_refused(tmp_path, monkeypatch, capsys)
         bench.main()
     assert exit_info.value.code == 2 and "--time_budget must be a positive number of seconds, got 0" in \
         capsys.readouterr().err
+
+
+def test_before_pairs_each_entry_with_the_earlier_tuning_s_config_for_the_same_problem():
+    bench = _bench()
+    requests = _requests(3)
+    other = Config.parse("BM32_BN64_BK32_GM1_SK1_nW4_nS3")
+    bf16 = DTYPES["bf16"]
+    earlier = [SizeRequest(requests[0].problem, other),  # same problem: paired
+               SizeRequest(GemmProblem(128, 64, 64, bf16, bf16, bf16), other),  # 128x64x64 in another dtype: not
+               SizeRequest(requests[2].problem, requests[2].config)]  # same problem, same config: paired too
+    assert bench.before_configs(requests, earlier) == {requests[0].problem: other,
+                                                       requests[2].problem: requests[2].config}
+
+
+def test_before_times_reach_the_entry_and_give_a_ratio_column_in_rows_that_have_one(tmp_path, monkeypatch, capsys):
+    bench = _bench()
+    seen = []
+
+    def bench_entry(problem, config, workdir, floors, before=None):
+        seen.append(before)
+        times = {"tune_gemm": 10.0, "cuBLAS": 12.0, "max-autotune": 11.0, "triton tutorial": math.inf}
+        if before is not None:
+            times["before"] = 12.5
+        return bench.Measured(times, {}, [], "", MATMUL, {}, "" if before is None else str(before))
+    monkeypatch.setattr(bench, "bench_entry", bench_entry)
+    requests = _requests(2)
+    other = Config.parse("BM32_BN64_BK32_GM1_SK1_nW4_nS3")
+    run = bench.bench_sizes(requests, False, None, tmp_path / "b.csv", before={requests[1].problem: other})
+    assert seen == [None, other]
+    assert "vs before" not in run.rows[0] and run.rows[1]["vs before"] == 1.25
+    assert run.rows[1]["before config"] == str(other)
+    with open(tmp_path / "b.csv", newline="") as handle:
+        first, second = csv.DictReader(handle)  # the second row's extra fields are in the header, empty in the first
+    assert first["vs before"] == "" and second["vs before"] == "1.25" and second["before us"] == "12.5"
