@@ -7,6 +7,8 @@
 #   files that tune or time, whose tuners would share the GPU: runtime, tuning, search, interleaved, run_knobs, ...).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+# the package from this checkout, for the benchmark scripts and tests (the device has no install of it)
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 # The device's torch has no compiled bytecode and its folder is read-only: without a writable cache every
 # Python process (compile workers, timing children) spends about 9 s compiling torch's sources on import.
