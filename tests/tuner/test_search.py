@@ -15,6 +15,7 @@ from tune_gemm.core.config import Config
 from tune_gemm.core.device import INTERPRETER_PROFILE
 from tune_gemm.generate.naming import kernel_name
 from tune_gemm.measure import ProfilerChoice
+from tune_gemm.measure.schema import BASELINE_NAME, KernelTiming, append_rows
 from tune_gemm.run.pipeline import SizeFailed, tune_size
 from tune_gemm.search import budget as search_budget
 from tune_gemm.search import halving, refine, search, timer
@@ -295,3 +296,21 @@ def test_runtime_failures_name_the_first_few_configs_and_count_the_rest():
     text = search.runtime_failures(failed)
     assert text.startswith("; 4 configs failed at run time: BM16 (child died") and text.endswith(", and 1 more")
     assert "BM128" not in text
+
+
+def test_the_timing_rows_are_read_as_they_come_and_only_once(tmp_path):
+    path = tmp_path / "round0.csv"
+    rows = timer.TimingRows(path)
+    assert rows.of({"a"}).empty  # no file yet
+    first, second = (kernel_name(Config(size, 16, 16)) for size in (16, 32))
+    append_rows(path, [KernelTiming(first, i, 1000.0 + i) for i in range(3)])
+    with open(path, "a") as handle:
+        handle.write(f"{second},0,20")  # a child appending the next line: not read until complete
+    a, b = str(Config(16, 16, 16)), str(Config(32, 16, 16))
+    assert rows.of({a, b})["duration_ns"].tolist() == [1000.0, 1001.0, 1002.0]
+    with open(path, "a") as handle:
+        handle.write("00.0\n")
+    append_rows(path, [KernelTiming(BASELINE_NAME, 0, 7.0)])
+    assert rows.of({b})[["kernel_name", "duration_ns"]].values.tolist() == [[second, 2000.0], [BASELINE_NAME, 7.0]]
+    path.write_bytes(b"x" * path.stat().st_size)  # what is read once is not read again
+    assert rows.of(set()).values.tolist() == [[BASELINE_NAME, 0, 7.0]]  # torch.matmul's rows beside any config's

@@ -1,5 +1,6 @@
 """Successive halving: which configs each round of `--search halving` times, with how many launches, and
-which of them go on to the next round. Pure functions of the timings: no GPU, no files.
+which of them go on to the next round (HalvingSearch, a tune_gemm.search.strategy). Pure functions of the timings: no
+GPU, no files.
 
 Round 0 times every config briefly (`first_iters` launches after one warm-up). Each later round times
 `reduction` times as many launches as the one before over the configs kept from it; the round whose
@@ -66,14 +67,10 @@ class HalvingSearch(SearchStrategy):
     before kept; a search the time budget cuts closes with the `min_keep` fastest of its last round."""
 
     name = "halving"
+    plan: HalvingPlan
 
-    def __init__(self, warmup: int, iters: int, plan: HalvingPlan | None = None):
-        super().__init__(warmup, iters)
-        self._plan = plan or HALVING
-
-    @property
-    def plan(self) -> HalvingPlan:
-        return self._plan
+    def default_plan(self) -> HalvingPlan:
+        return HALVING
 
     def after(self, configs: list[Config], progress: Progress) -> Round | None:
         if not progress.done:
@@ -81,12 +78,12 @@ class HalvingSearch(SearchStrategy):
         last = progress.done[-1].spec
         if progress.stops_after(last):
             timed = final_times([state.times for state in progress.rounds])
-            return self.closing(progress, ranked(timed)[: self._plan.min_keep])
-        field = progress.configs(keep(progress.rounds[last.index].times, self._plan))
+            return self.closing(progress, ranked(timed)[: self.plan.min_keep])
+        field = progress.configs(keep(progress.rounds[last.index].times, self.plan))
         return Round(self._spec(last.index + 1, len(field)), field)
 
     def picked_times(self, rounds: list[dict[str, float]]) -> dict[str, float]:
         return final_times(rounds)
 
     def _spec(self, index: int, field_size: int) -> RoundSpec:
-        return round_spec(self._plan, index, field_size, self.warmup, self.iters)
+        return round_spec(self.plan, index, field_size, self.warmup, self.iters)

@@ -1,4 +1,5 @@
-"""`--search refine`: which configs each round of the refining search times. Pure functions: no GPU, no files.
+"""`--search refine`: which configs each round of the refining search times (RefineSearch, a
+tune_gemm.search.strategy). Pure functions: no GPU, no files.
 
 Most of a pruned space varies two knobs around one kernel shape (family, tile, K split, warps): the pipeline
 depth (num_stages) and the tile ordering (GROUP_SIZE_M), and with a K split a third, who sums the partials
@@ -192,17 +193,13 @@ class RefineSearch(SearchStrategy):
     search the budget cuts closes with the `final` fastest of rounds 0 and 1."""
 
     name = "refine"
+    plan: RefinePlan
 
-    def __init__(self, warmup: int, iters: int, plan: RefinePlan | None = None):
-        super().__init__(warmup, iters)
-        self._plan = plan or REFINE
-
-    @property
-    def plan(self) -> RefinePlan:
-        return self._plan
+    def default_plan(self) -> RefinePlan:
+        return REFINE
 
     def after(self, configs: list[Config], progress: Progress) -> Round | None:
-        done, plan = progress.done, self._plan
+        done, plan = progress.done, self.plan
         if not done and times_whole_space(configs, plan):
             return Round(RoundSpec(0, self.warmup, self.iters, final=True), configs, compiles=True, first=True)
         if not done:  # round 0 leaves round 1 a reserve (tune_gemm.search.budget)

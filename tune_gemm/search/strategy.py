@@ -64,12 +64,13 @@ class SearchStrategy(ABC):
     name: ClassVar[str]
     reports_rounds: ClassVar[bool] = True  # the run's log has a line of the rounds it timed
 
-    def __init__(self, warmup: int, iters: int):
+    def __init__(self, warmup: int, iters: int, plan: object | None = None):
         self.warmup, self.iters = warmup, iters
+        # the strategy's tunables, which must match for a checkpoint to resume (tune_gemm.search.checkpoint)
+        self.plan = plan if plan is not None else self.default_plan()
 
-    @property
-    def plan(self) -> object | None:
-        """The strategy's tunables: what must match for a checkpoint to resume (tune_gemm.search.checkpoint)."""
+    def default_plan(self) -> object | None:
+        """The tunables a strategy given none uses."""
         return None
 
     def next_round(self, configs: list[Config], progress: Progress) -> Round | None:
