@@ -14,9 +14,9 @@ fraction, the final one with the run's launches. `--search refine` runs the roun
 config per kernel shape, then the other configs of the best shapes (both compiled as they are timed), then
 the fastest few side by side. Every round is a checkpoint (tune_gemm.search.checkpoint): timed configs are written
 there as they come in, so a rerun after an interruption times only the rest.
-`--time_budget S` (a size's seconds, counted from when the run's helper processes are ready, tune_gemm.run.start_up): the
-rounds that choose finalists stop once all but a reserve of S is spent (CLOSING_SHARE of it, at most
-CLOSING_MAX_SECONDS), and a closing round then times the fastest configs timed so far again, side by side, as the
+`--time_budget S` (a size's seconds, counted from when the run's helper processes are ready,
+tune_gemm.run.start_up): the rounds that choose finalists stop once all but a reserve of S is spent (CLOSING_SHARE
+of it, at most CLOSING_MAX_SECONDS, tune_gemm.search.budget), and a closing round then times the fastest configs timed so far again, side by side, as the
 final round would have (refine's `final`, halving's `min_keep`: 8 by default; the run's launches); the round that
 picks the winner, closing or last, stops at S. So a cut search picks as a whole one does, on the final round's
 timing: back-to-back times can rank configs otherwise (at 1024x5120x4096 the flushed final round's pick ran 9% faster
@@ -96,8 +96,9 @@ def strategy_for(settings: TuneSettings) -> SearchStrategy:
 def checkpoint_key(problem: GemmProblem, device: DeviceProfile, settings: TuneSettings, module: Path) -> dict:
     """What must match for an earlier run's times to stand beside this run's (see tune_gemm.search.checkpoint)."""
     kept = {f.name: repr(getattr(settings, f.name)) for f in fields(settings) if f.name not in _NOT_IN_KEY}
-    return {"problem": repr(problem), "device": device.name, "settings": kept,
-            "plan": repr(strategy_for(settings).plan), "module": fingerprint(Path(module).read_text())}
+    plan = strategy_for(settings).plan if settings.search in SEARCHES else None  # run_search refuses another
+    return {"problem": repr(problem), "device": device.name, "settings": kept, "plan": repr(plan),
+            "module": fingerprint(Path(module).read_text())}
 
 
 def run_search(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings, device: DeviceProfile,
