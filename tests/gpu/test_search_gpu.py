@@ -21,7 +21,7 @@ from tune_gemm.core.device import detect_device
 from tune_gemm.generate.naming import REDUCE_SUFFIX
 from tune_gemm.measure import choose_profiler
 from tune_gemm.run.pipeline import tune_size
-from tune_gemm.search import search
+from tune_gemm.search import timer
 from tune_gemm.search.checkpoint import discard
 from tune_gemm.search.refine import RefinePlan, times_whole_space
 from tune_gemm.search.settings import TuneSettings
@@ -45,7 +45,7 @@ def _tune(tmp_path, size, **overrides):
 
 def test_batched_cupti_sessions_time_like_one_session_per_config(tmp_path, monkeypatch):
     batched, _ = _tune(tmp_path, (2048, 2048, 2048))
-    monkeypatch.setattr(search, "CUPTI_BATCH", 1)
+    monkeypatch.setattr(timer, "CUPTI_BATCH", 1)
     single, _ = _tune(tmp_path, (2048, 2048, 2048))
     ratios = (batched.timings.set_index("config")["time_us"] / single.timings.set_index("config")["time_us"]).dropna()
     print(f"batched / single session: median {ratios.median():.4f}, min {ratios.min():.4f}, max {ratios.max():.4f} "
@@ -110,7 +110,7 @@ STAGED = RangeSpace(block_m=(64, 128), block_n=(128, 256), block_k=(64,), group_
 
 
 def test_later_rounds_load_their_configs_from_parts_of_their_own_and_find_the_binaries_built(tmp_path, monkeypatch):
-    # rounds 1 and 2 load their configs from parts written for them (tune_gemm.search.search, regroup): round 2's finalists
+    # rounds 1 and 2 load their configs from parts written for them (tune_gemm.search.runner, regroup): round 2's finalists
     # were compiled from other modules, and a second cache entry would be the child building one again
     cache = tmp_path / "triton_cache"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))

@@ -105,10 +105,10 @@ def test_progress_the_child_writes_after_the_parents_last_look_is_counted(tmp_pa
     # The parent reads the child's progress between polls; a child that writes its last lines and exits between two
     # polls left them unread, and the round's line said "7 of 8 configs" (seen once in CI). A parent that never looks
     # while the child runs still counts every config once it ends.
-    from tune_gemm.search import search
+    from tune_gemm.search import timer
 
-    real = search.run_child
-    monkeypatch.setattr(search, "run_child", lambda job, *args, **kwargs: real(job, *args, **{**kwargs, "watch": None}))
+    real = timer.run_child
+    monkeypatch.setattr(timer, "run_child", lambda job, *args, **kwargs: real(job, *args, **{**kwargs, "watch": None}))
     monkeypatch.chdir(tmp_path)
     code = main([*SIZE, "--interpret", "--space", str(space), "--iters", "4", "--warmup", "1", "--search",
                  "exhaustive", "--quiet", "--tuning_results_file", str(tmp_path / "out.yaml")])

@@ -1,14 +1,22 @@
-"""tune_gemm.search.halving: which configs each round keeps and how many launches it times, on synthetic timings."""
+"""tune_gemm.search.halving: which configs each round keeps and how many launches it times, and the rounds its strategy
+asks for, on synthetic timings."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tune_gemm.search.halving import HalvingPlan, final_times, keep, ranked, round_spec
+from tune_gemm.core.config import Config
+from tune_gemm.measure import ProfilerChoice
+from tune_gemm.search.checkpoint import RoundState
+from tune_gemm.search.halving import HALVING, HalvingPlan, HalvingSearch, final_times, keep, ranked, round_spec
+from tune_gemm.search.search import SEARCHES, strategy_for
+from tune_gemm.search.settings import TuneSettings
+from tune_gemm.search.strategy import Progress, Round, RoundSpec
 
 PLAN = HalvingPlan(first_iters=2, reduction=10, margin=0.03, min_keep=8)
 
@@ -81,3 +89,57 @@ def test_the_winner_comes_from_the_last_round_that_timed_anything():
 def test_invalid_plans_are_refused(fields):
     with pytest.raises(ValueError, match="invalid halving plan"):
         HalvingPlan(**fields)
+
+
+def _configs(count: int) -> list[Config]:
+    return [Config(16 * (1 + i), 16, 16) for i in range(count)]
+
+
+def _timed(progress: Progress, round_: Round, times: dict[Config, float], complete: bool = True) -> None:
+    """`round_` done, its configs timed at `times`: what the runner leaves in the checkpoint."""
+    spec = round_.spec
+    if spec.index == len(progress.rounds):
+        progress.rounds.append(RoundState(spec.warmup, spec.iters))
+    progress.rounds[spec.index].times.update({str(c): times[c] for c in round_.configs})
+    progress.rounds[spec.index].complete = complete
+    progress.done.append(round_)
+
+
+def test_the_halving_strategy_asks_for_shrinking_rounds_then_says_done():
+    configs = _configs(40)
+    times = {config: 100.0 + index for index, config in enumerate(reversed(configs))}  # the last config is fastest
+    search = HalvingSearch(warmup=5, iters=200, plan=HalvingPlan(first_iters=2, reduction=2, margin=0.0, min_keep=5))
+    progress = Progress([], [], False, {str(c): c for c in configs})
+    asked = []
+    while (round_ := search.next_round(configs, progress)) is not None:
+        asked.append((round_.spec, len(round_.configs), round_.compiles))
+        _timed(progress, round_, times)
+    assert asked == [(RoundSpec(0, 1, 2, False), 40, True), (RoundSpec(1, 1, 4, False), 20, False),
+                     (RoundSpec(2, 1, 8, False), 10, False), (RoundSpec(3, 5, 200, True), 5, False)]
+    assert progress.done[-1].configs == list(reversed(configs))[:5]  # the fastest five, fastest first
+
+
+def test_the_halving_strategy_closes_a_cut_search_with_the_fastest_it_timed():
+    configs = _configs(40)
+    times = {config: 100.0 + index for index, config in enumerate(configs)}
+    search = HalvingSearch(warmup=5, iters=200, plan=HalvingPlan(first_iters=2, reduction=2, margin=0.0, min_keep=5))
+    progress = Progress([], [], False, {str(c): c for c in configs})
+    first = search.next_round(configs, progress)
+    _timed(progress, replace(first, configs=first.configs[:12]), times, complete=False)  # the budget cut it
+    closing = search.next_round(configs, progress)
+    assert closing.closing and closing.spec == RoundSpec(1, 5, 200, True) and closing.configs == configs[:5]
+    _timed(progress, closing, times)
+    assert search.next_round(configs, progress) is None
+    # nothing timed before the budget ran out: no closing round
+    nothing = Progress([RoundState(1, 2)], [first], True, progress.config_of)
+    assert search.next_round(configs, nothing) is None
+
+
+def test_every_search_is_registered_by_its_name():
+    assert list(SEARCHES) == ["exhaustive", "halving", "refine"]
+    assert all(strategy.name == name for name, strategy in SEARCHES.items())
+    settings = TuneSettings(ProfilerChoice("host", "host"), search="halving", warmup=3, iters=50)
+    halving = strategy_for(settings)
+    assert isinstance(halving, HalvingSearch) and halving.plan == HALVING and (halving.warmup, halving.iters) == (3, 50)
+    with pytest.raises(ValueError, match="search must be one of"):
+        strategy_for(TuneSettings(ProfilerChoice("host", "host"), search="random"))

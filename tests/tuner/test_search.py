@@ -15,8 +15,10 @@ from tune_gemm.core.config import Config
 from tune_gemm.core.device import INTERPRETER_PROFILE
 from tune_gemm.generate.naming import kernel_name
 from tune_gemm.measure import ProfilerChoice
+from tune_gemm.measure.schema import BASELINE_NAME, KernelTiming, append_rows
 from tune_gemm.run.pipeline import SizeFailed, tune_size
-from tune_gemm.search import search
+from tune_gemm.search import budget as search_budget
+from tune_gemm.search import halving, refine, search, timer
 from tune_gemm.search.checkpoint import Checkpoint
 from tune_gemm.search.halving import HalvingPlan
 from tune_gemm.search.refine import RefinePlan, shape_of
@@ -45,13 +47,13 @@ def interpreted(monkeypatch):
 def jobs(monkeypatch) -> list:
     """Every ChildJob the search starts, run for real."""
     started = []
-    real = search.run_child
+    real = timer.run_child
 
     def recording(job, *args, **kwargs):
         started.append(job)
         return real(job, *args, **kwargs)
 
-    monkeypatch.setattr(search, "run_child", recording)
+    monkeypatch.setattr(timer, "run_child", recording)
     return started
 
 
@@ -60,7 +62,7 @@ def _tune(tmp_path, **overrides):
 
 
 def test_halving_rounds_shrink_the_field_and_the_winner_is_one_of_the_space(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
+    monkeypatch.setattr(halving, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
     outcome = _tune(tmp_path, search="halving", cache_flush="final")
     rounds = [(r.index, r.warmup, r.iters, r.configs) for r in outcome.searched.rounds]
     assert rounds == [(0, 1, 1, 8), (1, 1, 2, 4), (2, 1, 4, 2)]  # the final round: the run's warm-up and launches
@@ -80,7 +82,7 @@ REFINE = RefinePlan(stages=2, keep=2, margin=0.0, max_keep=2, final=3)
 
 
 def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalists(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "REFINE", REFINE)
+    monkeypatch.setattr(refine, "REFINE", REFINE)
     outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final")
     first, second, final = (job.time_configs for job in jobs)
     assert len(jobs) == 3 and all((job.warmup, job.iters) == (1, 4) for job in jobs)  # the run's launches throughout
@@ -98,7 +100,7 @@ def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalis
 def test_rounds_after_the_first_load_their_configs_from_parts_of_their_own(tmp_path, monkeypatch, jobs):
     # round 0 loads each config from the size's parts, slices of its visiting order; a later round's few configs
     # come from all over them, so they are written again, together, and loaded from there
-    monkeypatch.setattr(search, "REFINE", REFINE)
+    monkeypatch.setattr(refine, "REFINE", REFINE)
     outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final", keep=True)  # parts kept
     first, second, final = jobs
     assert {Path(path).parent.name for path in first.parts.values()} == {"tune323232"}
@@ -119,7 +121,7 @@ def test_refine_times_a_space_of_one_config_per_shape_whole_in_one_child(tmp_pat
 
 
 def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "REFINE", REFINE)
+    monkeypatch.setattr(refine, "REFINE", REFINE)
     _spend_after(monkeypatch, 1, round_index=1)
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
     first, second, closing = jobs
@@ -143,7 +145,7 @@ def test_a_budget_spent_in_refinement_closes_with_the_fastest_timed_side_by_side
 
 
 def test_a_budget_spent_in_the_first_refine_round_still_refines_the_best_shapes_it_timed(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "REFINE", REFINE)
+    monkeypatch.setattr(refine, "REFINE", REFINE)
     _spend_after(monkeypatch, 3, sample=True)  # round 0 stops at 987 s of 1000: round 1 has until 997
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
     first, second, closing = jobs
@@ -171,7 +173,7 @@ def test_refine_round_0_leaves_round_1_a_reserve_of_fifteen_percent_at_most_ten_
 
 
 def test_a_closing_round_cut_by_the_whole_budget_picks_from_the_rounds_before(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "REFINE", REFINE)
+    monkeypatch.setattr(refine, "REFINE", REFINE)
     _spend_after(monkeypatch, 2, sample=True)
     _spend_after(monkeypatch, 0, final=True)  # the closing round has no time left when it starts
     outcome = _tune(tmp_path, search="refine", space=STAGED, time_budget=1000.0, cache_flush="final")
@@ -182,7 +184,7 @@ def test_a_closing_round_cut_by_the_whole_budget_picks_from_the_rounds_before(tm
 
 
 def test_a_budget_spent_in_a_halving_round_closes_with_its_fastest(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
+    monkeypatch.setattr(halving, "HALVING", HalvingPlan(first_iters=1, reduction=2, margin=0.0, min_keep=2))
     _spend_after(monkeypatch, 5)
     outcome = _tune(tmp_path, search="halving", time_budget=1000.0, cache_flush="final")
     assert [(job.iters, job.cache_flush) for job in jobs] == [(1, False), (4, True)]
@@ -208,7 +210,7 @@ def test_which_rounds_flush(tmp_path, cache_flush, expected):
 
 
 def test_by_default_a_size_bound_by_memory_flushes_every_round(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(search, "REFINE", REFINE)
+    monkeypatch.setattr(refine, "REFINE", REFINE)
     assert PROBLEM.arithmetic_intensity < 64  # 32^3: about 11 flops per byte
     outcome = _tune(tmp_path, search="refine", space=STAGED)  # --flush auto
     assert len(jobs) == 3 and all(job.cache_flush for job in jobs) and outcome.searched.flushed
@@ -230,7 +232,7 @@ def _spend_after(monkeypatch, done: int, round_index: int = 0, final: bool = Fal
     """The time budget of the rounds that choose finalists (`final`: of the round that picks the winner, `sample`:
     of refine's round 0) runs out once `done` configs of round `round_index` are timed, instead of after so many
     seconds."""
-    real = search._Budget.check
+    real = search_budget.Budget.check
     watched = "stop_final" if final else "stop_sample" if sample else "stop"
 
     def check(budget):
@@ -240,7 +242,7 @@ def _spend_after(monkeypatch, done: int, round_index: int = 0, final: bool = Fal
             budget.started = time.perf_counter() - budget.seconds  # its seconds have passed
         real(budget)
 
-    monkeypatch.setattr(search._Budget, "check", check)
+    monkeypatch.setattr(search_budget.Budget, "check", check)
 
 
 def test_a_spent_budget_picks_from_what_is_timed_and_a_rerun_resumes_the_rest(tmp_path, monkeypatch):
@@ -254,10 +256,10 @@ def test_a_spent_budget_picks_from_what_is_timed_and_a_rerun_resumes_the_rest(tm
     assert first.checkpoint.exists()  # kept: the size is not recorded (the CLI records, then discards it)
 
     compiled, resumed = [], []
-    real_stream, real_run = search.compile_stream, search.run_child
-    monkeypatch.setattr(search, "compile_stream",
+    real_stream, real_run = timer.compile_stream, timer.run_child
+    monkeypatch.setattr(timer, "compile_stream",
                         lambda module, names, *args: compiled.extend(names) or real_stream(module, names, *args))
-    monkeypatch.setattr(search, "run_child", lambda job, *args, **kw: resumed.append(job) or real_run(job, *args, **kw))
+    monkeypatch.setattr(timer, "run_child", lambda job, *args, **kw: resumed.append(job) or real_run(job, *args, **kw))
     logged = []
     second = tune_size(PROBLEM, INTERPRETER_PROFILE, _settings(tmp_path), compare=False, log=logged.append)
     assert any(f"resuming {first.checkpoint}: {len(timed)} configs timed before" in line for line in logged)
@@ -294,3 +296,21 @@ def test_runtime_failures_name_the_first_few_configs_and_count_the_rest():
     text = search.runtime_failures(failed)
     assert text.startswith("; 4 configs failed at run time: BM16 (child died") and text.endswith(", and 1 more")
     assert "BM128" not in text
+
+
+def test_the_timing_rows_are_read_as_they_come_and_only_once(tmp_path):
+    path = tmp_path / "round0.csv"
+    rows = timer.TimingRows(path)
+    assert rows.of({"a"}).empty  # no file yet
+    first, second = (kernel_name(Config(size, 16, 16)) for size in (16, 32))
+    append_rows(path, [KernelTiming(first, i, 1000.0 + i) for i in range(3)])
+    with open(path, "a") as handle:
+        handle.write(f"{second},0,20")  # a child appending the next line: not read until complete
+    a, b = str(Config(16, 16, 16)), str(Config(32, 16, 16))
+    assert rows.of({a, b})["duration_ns"].tolist() == [1000.0, 1001.0, 1002.0]
+    with open(path, "a") as handle:
+        handle.write("00.0\n")
+    append_rows(path, [KernelTiming(BASELINE_NAME, 0, 7.0)])
+    assert rows.of({b})[["kernel_name", "duration_ns"]].values.tolist() == [[second, 2000.0], [BASELINE_NAME, 7.0]]
+    path.write_bytes(b"x" * path.stat().st_size)  # what is read once is not read again
+    assert rows.of(set()).values.tolist() == [[BASELINE_NAME, 0, 7.0]]  # torch.matmul's rows beside any config's

@@ -41,7 +41,8 @@ def final_round(problem: GemmProblem, names: list[str], device: DeviceProfile, s
     """In a worker: time the configs `names` side by side (their chunks compiled them already, so compiling is
     mostly loading Triton's cache); a SizeOutcome over these configs alone. SizeFailed when none has a time."""
     scratch = scratch_dir(settings, problem, "final")
-    module = write_module(problem, [Config.parse(name) for name in names], scratch)
+    config_of = {name: Config.parse(name) for name in names}  # a Work item names its finalists (tune_gemm.run.chunks)
+    module = write_module(problem, list(config_of.values()), scratch)
     try:
         compiled = _compile(module, names, settings, stages)
         ready = [name for name in names if name in set(compiled.compiled)]
@@ -54,11 +55,12 @@ def final_round(problem: GemmProblem, names: list[str], device: DeviceProfile, s
         table = profiled.timings
         if table.empty:
             raise SizeFailed(f"none of the {len(ready)} finalists produced a timing in the final round")
+        winner = config_of[table.loc[0, "config"]]
         # timed as profile_configs times: as the round that picks a winner (flushed by default)
         searched = SearchOutcome(compiled, profiled.outcome, table, profiled.matmul_time_us, rounds=[],
-                                 timed=len(table), flushed=settings.flushes(final=True))
+                                 timed=len(table), flushed=settings.flushes(final=True), winner=winner)
         outcome = SizeOutcome(problem=problem, candidates=len(names), space_size=len(names), compiled=compiled,
-                              profiled=profiled.outcome, timings=table, winner=Config.parse(table.loc[0, "config"]),
+                              profiled=profiled.outcome, timings=table, winner=winner,
                               winner_time_us=float(table.loc[0, "time_us"]), matmul_time_us=profiled.matmul_time_us,
                               seconds={"compile": compiled.seconds, **profiled.seconds}, searched=searched)
         if compare:
@@ -119,7 +121,8 @@ class SplitSize:
         searched = SearchOutcome(compiled, profiled, final.timings, final.matmul_time_us,
                                  rounds=[r for o in chunks if o.searched for r in o.searched.rounds],
                                  timed=sum(o.searched.timed for o in chunks if o.searched), seconds=dict(seconds),
-                                 note="; ".join(notes) or None, flushed=bool(final.searched and final.searched.flushed))
+                                 note="; ".join(notes) or None, flushed=bool(final.searched and final.searched.flushed),
+                                 winner=final.winner)
         return SizeOutcome(problem=final.problem, candidates=sum(o.candidates for o in chunks),
                            space_size=chunks[0].space_size, compiled=compiled, profiled=profiled,
                            timings=final.timings, winner=final.winner, winner_time_us=final.winner_time_us,

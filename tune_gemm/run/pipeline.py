@@ -135,18 +135,18 @@ def tune_size(problem: GemmProblem, device: DeviceProfile, settings: TuneSetting
         if waited:
             seconds["start-up"] = waited
         try:
-            searched = run_search(module, [str(config) for config in visiting], scratch, settings, device, checkpoint,
-                                  stages, log, parts, problem)
+            searched = run_search(module, visiting, scratch, settings, device, checkpoint, stages, log, parts,
+                                  problem)
         except SearchFailed as failure:
             raise SizeFailed(str(failure)) from None
         seconds.update(searched.seconds)
         table = searched.timings  # never empty: the search fails first
         if searched.note:
             log(searched.note)
-        winner = Config.parse(table.loc[0, "config"])
         outcome = SizeOutcome(
             problem=problem, candidates=len(visiting), space_size=pruned.space_size, compiled=searched.compiled,
-            profiled=searched.profiled, timings=table, winner=winner, winner_time_us=float(table.loc[0, "time_us"]),
+            profiled=searched.profiled, timings=table, winner=searched.winner,
+            winner_time_us=float(table.loc[0, "time_us"]),
             matmul_time_us=searched.matmul_time_us, seconds=seconds, searched=searched, checkpoint=checkpoint.path,
         )
         if compare:
@@ -205,14 +205,15 @@ def check_configs(module: Path, configs: list[Config], scratch: Path, settings: 
                   parts: Mapping[str, Path] | None = None) -> dict[str, float]:
     """Relative error of each config (from its part in `parts`, if any) on fresh random inputs (child process);
     a crash counts as inf."""
-    result = _run_check(module, configs, scratch, settings, parts)
-    return {str(c): result.errors.get(str(c), float("inf")) for c in configs}
+    names = [str(config) for config in configs]
+    result = _run_check(module, names, scratch, settings, parts)
+    return {name: result.errors.get(name, float("inf")) for name in names}
 
 
-def _run_check(module: Path, configs: list[Config], scratch: Path, settings: TuneSettings,
+def _run_check(module: Path, names: list[str], scratch: Path, settings: TuneSettings,
                parts: Mapping[str, Path] | None = None) -> ChildOutcome:
     try:
-        return run_child(_check_job(module, scratch, [str(c) for c in configs], settings, parts), scratch,
+        return run_child(_check_job(module, scratch, names, settings, parts), scratch,
                          settings.interpret, settings.config_timeout, standby=settings.standby_children)
     except ChildFailed as failure:
         raise SizeFailed(str(failure)) from None
@@ -223,16 +224,17 @@ def check_recorded(problem: GemmProblem, config: Config, settings: TuneSettings,
 
     Off AMD, a config recorded there runs as `Config.for_vendor` says: no other backend takes its knobs."""
     config = config.for_vendor(vendor)
+    name = str(config)  # what the compile workers and the child's job name it by
     scratch = scratch_dir(settings, problem, "check")
     module = write_module(problem, [config], Path(settings.workdir).resolve())
     try:
-        compiled = compile_all(module, [str(config)], 1, settings.interpret)
+        compiled = compile_all(module, [name], 1, settings.interpret)
         if compiled.failed:
-            raise SizeFailed(f"config {config} does not compile: {compiled.failed[str(config)]}")
-        checked = _run_check(module, [config], scratch, settings)
-        if str(config) in checked.failed:
-            raise SizeFailed(f"config {config} failed to run: {checked.failed[str(config)]}")
-        return checked.errors.get(str(config), float("inf"))
+            raise SizeFailed(f"config {config} does not compile: {compiled.failed[name]}")
+        checked = _run_check(module, [name], scratch, settings)
+        if name in checked.failed:
+            raise SizeFailed(f"config {config} failed to run: {checked.failed[name]}")
+        return checked.errors.get(name, float("inf"))
     finally:
         clean_up(settings, module, scratch)
 

@@ -1,5 +1,6 @@
 """Successive halving: which configs each round of `--search halving` times, with how many launches, and
-which of them go on to the next round. Pure functions of the timings: no GPU, no files.
+which of them go on to the next round (HalvingSearch, a tune_gemm.search.strategy). Pure functions of the timings: no
+GPU, no files.
 
 Round 0 times every config briefly (`first_iters` launches after one warm-up). Each later round times
 `reduction` times as many launches as the one before over the configs kept from it; the round whose
@@ -16,6 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tune_gemm.core.config import Config
+from tune_gemm.search.strategy import Progress, Round, RoundSpec, SearchStrategy, ranked
+
 
 @dataclass(frozen=True)
 class HalvingPlan:
@@ -29,14 +33,6 @@ class HalvingPlan:
             raise ValueError(f"invalid halving plan {self}")
 
 
-@dataclass(frozen=True)
-class RoundSpec:
-    index: int
-    warmup: int
-    iters: int
-    final: bool
-
-
 def round_spec(plan: HalvingPlan, index: int, field_size: int, warmup: int, iters: int) -> RoundSpec:
     """Launches of round `index` over `field_size` configs, for a run with `warmup`/`iters` launches per config."""
     short_iters = plan.first_iters * plan.reduction ** index
@@ -44,11 +40,6 @@ def round_spec(plan: HalvingPlan, index: int, field_size: int, warmup: int, iter
         return RoundSpec(index, warmup, iters, final=True)
     # one warm-up launch is enough to load the kernel and leave its first-launch costs out of the time
     return RoundSpec(index, min(warmup, 1), short_iters, final=False)
-
-
-def ranked(times: dict[str, float]) -> list[str]:
-    """Config names fastest first; equal times in name order."""
-    return sorted(times, key=lambda name: (times[name], name))
 
 
 def keep(times: dict[str, float], plan: HalvingPlan) -> list[str]:
@@ -66,3 +57,33 @@ def final_times(rounds: list[dict[str, float]]) -> dict[str, float]:
     spent mid-search, that round may be partial: its configs were timed best-first, so it holds the most
     promising ones measured on the most launches)."""
     return next((times for times in reversed(rounds) if times), {})
+
+
+HALVING = HalvingPlan()
+
+
+class HalvingSearch(SearchStrategy):
+    """`--search halving`: round 0 over every config as it compiles, each later round over the configs the one
+    before kept; a search the time budget cuts closes with the `min_keep` fastest of its last round."""
+
+    name = "halving"
+    plan: HalvingPlan
+
+    def default_plan(self) -> HalvingPlan:
+        return HALVING
+
+    def after(self, configs: list[Config], progress: Progress) -> Round | None:
+        if not progress.done:
+            return Round(self._spec(0, len(configs)), configs, compiles=True, first=True)
+        last = progress.done[-1].spec
+        if progress.stops_after(last):
+            timed = final_times([state.times for state in progress.rounds])
+            return self.closing(progress, ranked(timed)[: self.plan.min_keep])
+        field = progress.configs(keep(progress.rounds[last.index].times, self.plan))
+        return Round(self._spec(last.index + 1, len(field)), field)
+
+    def picked_times(self, rounds: list[dict[str, float]]) -> dict[str, float]:
+        return final_times(rounds)
+
+    def _spec(self, index: int, field_size: int) -> RoundSpec:
+        return round_spec(self.plan, index, field_size, self.warmup, self.iters)

@@ -1,4 +1,5 @@
-"""`--search refine`: which configs each round of the refining search times. Pure functions: no GPU, no files.
+"""`--search refine`: which configs each round of the refining search times (RefineSearch, a
+tune_gemm.search.strategy). Pure functions: no GPU, no files.
 
 Most of a pruned space varies two knobs around one kernel shape (family, tile, K split, warps): the pipeline
 depth (num_stages) and the tile ordering (GROUP_SIZE_M), and with a K split a third, who sums the partials
@@ -30,11 +31,11 @@ sixth at 4096³) with the care of an exhaustive search. Ties in time are broken 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from tune_gemm.core.config import ATOMIC_REDUCE, Config
-from tune_gemm.search.halving import ranked
+from tune_gemm.search.strategy import Progress, Round, RoundSpec, SearchStrategy, ranked
 
 TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M", "FUSED_REDUCE")  # what round 1 varies within a shape
 # Split-K tiles up to this many elements are represented by their FUSED_REDUCE variant: their last K slice sums the
@@ -114,14 +115,17 @@ def times_whole_space(configs: Sequence[Config], plan: RefinePlan) -> bool:
     return len(shapes(configs)) >= plan.whole_space_share * len(configs)
 
 
-def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan) -> list[Config]:
+def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan,
+            config_of: Mapping[str, Config] | None = None) -> list[Config]:
     """Round 1: the configs of the best shapes by their representatives' `times` (config name -> µs) that round 0
     did not time, and the other tile order of the near shapes (order_probes), most promising first: fewest steps
     from their representative (variant_steps), then the faster representative, then in the order of `configs`.
-    A budget that cuts round 1 (tune_gemm.search.search) leaves the variants least likely to win. Shapes whose representative
-    has no time (it failed) are not refined."""
+    A budget that cuts round 1 (tune_gemm.search.search) leaves the variants least likely to win. Shapes whose
+    representative has no time (it failed) are not refined. `config_of`: the configs by name (default: `configs`')."""
     grouped = shapes(configs)
-    parsed = {name: Config.parse(name) for name in times}
+    config_of = config_of if config_of is not None else {str(config): config for config in configs}
+    parsed = {name: config_of[name] for name in times}
+    timed = set(parsed.values())
     timed_shapes = {shape_of(config): name for name, config in parsed.items()}  # each shape's timed config
     order = ranked({name: times[name] for name in timed_shapes.values()})
     if not order:
@@ -133,7 +137,7 @@ def refined(configs: Sequence[Config], times: dict[str, float], plan: RefinePlan
     near_limit = times[order[0]] * (1 + plan.order_margin)
     near = [parsed[name] for name in order if shape_named[name] not in chosen and times[name] <= near_limit]
     variants = [config for shape, members in grouped.items() if shape in chosen
-                for config in members if str(config) not in times] + order_probes(grouped, near, times, plan)
+                for config in members if config not in timed] + order_probes(grouped, near, timed, plan)
     rank = {shape_named[name]: index for index, name in enumerate(order)}
     return sorted(variants, key=lambda c: (variant_steps(c, parsed[timed_shapes[shape_of(c)]]), rank[shape_of(c)]))
 
@@ -146,7 +150,7 @@ def variant_steps(variant: Config, representative: Config) -> float:
             + (variant.FUSED_REDUCE != representative.FUSED_REDUCE))
 
 
-def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[Config], times: dict[str, float],
+def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[Config], timed: set[Config],
                  plan: RefinePlan) -> list[Config]:
     """For each representative in `near` (best first), its shape's variant at the smallest GROUP_SIZE_M, as near the
     representative's stages and partial sums as there is; none where the representative has that group already. At
@@ -162,7 +166,7 @@ def order_probes(grouped: dict[tuple, list[Config]], near: Sequence[Config], tim
         probe = min((member for member in members if member.GROUP_SIZE_M == lowest),
                     key=lambda c: (c.FUSED_REDUCE != representative.FUSED_REDUCE,
                                    _stage_distance(c.num_stages, representative.num_stages)))
-        if str(probe) not in times:
+        if probe not in timed:
             probes.append(probe)
     return probes
 
@@ -178,3 +182,38 @@ def refine_times(rounds: list[dict[str, float]]) -> dict[str, float]:
     if len(rounds) > 2 and rounds[2]:
         return rounds[2]
     return {name: time_us for times in rounds[:2] for name, time_us in times.items()}
+
+
+REFINE = RefinePlan()
+
+
+class RefineSearch(SearchStrategy):
+    """`--search refine`: representatives, the rest of the best shapes, the finalists side by side; or, for a space
+    of few configs per shape, every config in one round. Round 0 stops at its own share of a time budget, and a
+    search the budget cuts closes with the `final` fastest of rounds 0 and 1."""
+
+    name = "refine"
+    plan: RefinePlan
+
+    def default_plan(self) -> RefinePlan:
+        return REFINE
+
+    def after(self, configs: list[Config], progress: Progress) -> Round | None:
+        done, plan = progress.done, self.plan
+        if not done and times_whole_space(configs, plan):
+            return Round(RoundSpec(0, self.warmup, self.iters, final=True), configs, compiles=True, first=True)
+        if not done:  # round 0 leaves round 1 a reserve (tune_gemm.search.budget)
+            return Round(self._spec(0), representatives(configs, plan), compiles=True, first=True, sample=True)
+        first = progress.rounds[0]
+        if len(done) == 1:  # a round 0 the budget cut still has its best shapes refined, in round 1's reserve
+            return Round(self._spec(1), refined(configs, first.times, plan, progress.config_of), compiles=True)
+        fastest = finalists({**first.times, **progress.rounds[1].times}, plan)
+        if not first.complete or progress.stops_after(done[-1].spec):
+            return self.closing(progress, fastest)
+        return Round(self._spec(2), progress.configs(fastest))
+
+    def picked_times(self, rounds: list[dict[str, float]]) -> dict[str, float]:
+        return refine_times(rounds)
+
+    def _spec(self, index: int) -> RoundSpec:
+        return RoundSpec(index, self.warmup, self.iters, final=index == 2)
