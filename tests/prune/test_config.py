@@ -109,7 +109,8 @@ def test_hopper_knobs_print_only_when_on():
     ("NARROW_EDGE", {"NARROW_EDGE": NarrowEdge.FUSED}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE2"),
     ("NARROW_EDGE", {"NARROW_EDGE": NarrowEdge.SPLIT}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE3"),
     ("STREAM_K", {"STREAM_K": StreamK.SPLIT_TAIL}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2"),
-    ("STREAM_K", {"STREAM_K": StreamK.SPLIT_TAIL, "SWAP_AB": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2_SWAP1"),
+    ("STREAM_K", {"STREAM_K": StreamK.SPLIT_TAIL, "SWAP_AB": 1},
+     "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2_SWAP1"),
 ])
 def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs, name):
     config = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, **knobs)

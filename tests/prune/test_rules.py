@@ -599,7 +599,8 @@ def test_fused_edge_only_beside_a_whole_tile_with_its_stages_and_accumulators_in
     ((4096, 4096, 4096), (256, 128), {}, 1),  # no edge
 ])
 def test_split_edge_slices_fill_the_programs_and_only_split_edges_are_kept(size, tile, knobs, slices):
-    config = replace(Config(*tile, 64, num_warps=8, num_stages=3, PERSISTENT_TMA=1, NARROW_EDGE=NarrowEdge.SPLIT), **knobs)
+    config = replace(Config(*tile, 64, num_warps=8, num_stages=3, PERSISTENT_TMA=1, NARROW_EDGE=NarrowEdge.SPLIT),
+                     **knobs)
     p = problem(*size)
     assert edge_slices(p, config, IP) == slices
     assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is (slices > 1)
@@ -781,9 +782,9 @@ def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
     # 130 kernel-family variants per tile config: plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
-    # each with STREAM_K 0 and StreamK.SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, NarrowEdge.FUSED and NarrowEdge.SPLIT,
-    # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
-    # FusedReduce.ATOMIC; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
+    # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, APART, FUSED and SPLIT, and
+    # TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, SLOTS and
+    # ATOMIC; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
     # among them); then the tiles shorter than a matrix instruction, plain family alone: four BLOCK_M, eight BLOCK_N,
     # nine BLOCK_K, five num_warps (32 among them), three num_stages
     assert result.space_size == len(FULL_SPACE) == (6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
@@ -1054,9 +1055,9 @@ FIELD_VALUES = {
     "GROUP_SIZE_M": FULL_SPACE.group_m, "SPLIT_K": FULL_SPACE.split_k, "num_warps": FULL_SPACE.num_warps,
     "num_stages": FULL_SPACE.num_stages, "num_ctas": (1, 2), "waves_per_eu": (None, 0, 2),
     "matrix_instr_nonkdim": (None, 16, 32), "kpack": (None, 1, 2), "schedule_hint": (None, "none"),
-    "STATIC_SHAPE": (0, 1), "FUSED_REDUCE": (0, 1, FusedReduce.ATOMIC), "PERSISTENT_TMA": (0, 1), "WARP_SPECIALIZE": (0, 1),
-    "EPILOGUE_SUBTILE": (0, 1), "STREAM_K": (0, 1, StreamK.SPLIT_TAIL), "SWAP_AB": (0, 1), "ALIGN_ROWS": (0, 1),
-    "NARROW_EDGE": (0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT), "WARP_GROUPS": (0, 1),
+    "STATIC_SHAPE": (0, 1), "FUSED_REDUCE": (0, 1, FusedReduce.ATOMIC), "PERSISTENT_TMA": (0, 1),
+    "WARP_SPECIALIZE": (0, 1), "EPILOGUE_SUBTILE": (0, 1), "STREAM_K": (0, 1, StreamK.SPLIT_TAIL), "SWAP_AB": (0, 1),
+    "ALIGN_ROWS": (0, 1), "NARROW_EDGE": (0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT), "WARP_GROUPS": (0, 1),
 }
 READS_CASES = [(BIG, IP), (SKINNY, HOPPER), (ODD, IP), (problem(4095, 4097, 1023), HOPPER),
                (problem(3072, 1536, 4096, "bf16", col_b=True), HOPPER), (problem(3000, 5000, 4096, "fp8"), HOPPER),

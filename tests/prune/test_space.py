@@ -41,8 +41,8 @@ def test_full_space_ranges_are_the_documented_ones():
                                     warp_groups=(0, 1), persistent_tma=(0, 1),
                                     warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
                                     fused_reduce=(0, 1, FusedReduce.ATOMIC), swap_ab=(0, 1), align_rows=(0, 1),
-                                    narrow_edge=(0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT), stream_k=(0, StreamK.SPLIT_TAIL),
-                                    also=SMALL_ROW_SPACE)
+                                    narrow_edge=(0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT),
+                                    stream_k=(0, StreamK.SPLIT_TAIL), also=SMALL_ROW_SPACE)
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == AMD_SPACE.warp_groups == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert 1 not in FULL_SPACE.stream_k  # stream-K is opt-in: it lost on every shape measured
@@ -72,13 +72,14 @@ def test_full_space_len_matches_configs():
     assert len(short) == len(set(short)) == 648_000 and set(short).isdisjoint(tiles)
     assert short[0] == Config(1, 1, 16, 1, 1, 1, 1)
     assert short[-1] == Config(8, 128, 4096, 32, 16, 32, 3, STATIC_SHAPE=1, FUSED_REDUCE=FusedReduce.ATOMIC)
-    # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and StreamK.SPLIT_TAIL and with
-    # NARROW_EDGE 0, 1, NarrowEdge.FUSED and NarrowEdge.SPLIT (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
+    # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
+    # NARROW_EDGE 0, APART, FUSED and SPLIT (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
     assert families[0] == (0, 0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 130
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
                                            for tail in (0, StreamK.SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
-                                           for edge in (0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
+                                           for edge in (0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT)]
+                                          + [(1, 0, 0, 0, 0, 0, 0, 1)])
     assert len(FULL_SPACE) == 130 * 1_350_000 + 648_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),

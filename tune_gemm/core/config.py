@@ -67,7 +67,8 @@ class StreamK(Mode):
     """STREAM_K: how a persistent launch fills the SMs after its last whole wave of tiles."""
 
     OFF = 0
-    STREAM_K = 1  # the tiles of a partly idle last wave shared out by K iterations (tma_family.stream_k_part)
+    # the tiles of a partly idle last wave shared out by K iterations (tune_gemm.kernels.tma_family.stream_k_part)
+    STREAM_K = 1
     # the tiles past the last whole wave in K slices that add into one running sum per tile (atomic adds,
     # tune_gemm.kernels.tma_family.tail_slices)
     SPLIT_TAIL = 2
@@ -103,7 +104,7 @@ def field_value(name: str, value: object) -> object:
     return MODES[name](value) if name in MODES else value
 
 
-# The old names of three modes' values, for the modules that compare with them
+# Four modes' values by the names the generator, the kernels and the search compare with
 FUSED_EDGE = NarrowEdge.FUSED
 SPLIT_EDGE = NarrowEdge.SPLIT
 SPLIT_TAIL = StreamK.SPLIT_TAIL
@@ -294,19 +295,19 @@ class Config:
 
     @classmethod
     def from_checked(cls, fields: dict) -> Config:
-        """A config of these fields (the rest their defaults), each value already passed check_field, the family knobs
-        off: built without checking them again. A space builds half a million tile configs per size so (its values
-        checked once each), where checking each config took most of a prune (4096^3 fp16: 8 of 15 s under
-        cProfile)."""
+        """A config of these fields (the rest their defaults), each value already passed check_field and a mode's its
+        member (field_value), the family knobs off: built without checking them again. A space builds half a million
+        tile configs per size so (its values checked once each), where checking each config took most of a prune
+        (4096^3 fp16: 8 of 15 s under cProfile)."""
         config = object.__new__(cls)
         config.__dict__.update(_DEFAULT_FIELDS, **fields)
         return config
 
     def with_family(self, family: dict[str, int]) -> Config:
         """This config with the kernel-family knobs in `family` set, as RangeSpace.families() gives them (their values
-        checked where the space was read), built without checking every field again: the pruner builds up to 129 such
-        variants of each tile config, and checking each one anew took most of a prune (128x256x65536 fp16: 14 of
-        20 s under cProfile)."""
+        checked where the space was read, a mode's its member), built without checking every field again: the pruner
+        builds up to 129 such variants of each tile config, and checking each one anew took most of a prune
+        (128x256x65536 fp16: 14 of 20 s under cProfile)."""
         variant = object.__new__(Config)
         variant.__dict__.update(self.__dict__, **family)
         return variant

@@ -181,8 +181,8 @@ def deterministic(space: RangeSpace) -> RangeSpace:
                          "and are not deterministic: add 0, 1 or 2")
     tails = tuple(value for value in space.stream_k if value != StreamK.SPLIT_TAIL)
     if not tails:
-        raise ValueError(f"STREAM_K values {_listed(space.stream_k)} hold only split tails, which sum atomically and are "
-                         "not deterministic: add 0 or 1")
+        raise ValueError(f"STREAM_K values {_listed(space.stream_k)} hold only split tails, which sum atomically and "
+                         "are not deterministic: add 0 or 1")
     also = None if space.also is None else deterministic(space.also)
     return replace(space, fused_reduce=kept, narrow_edge=edges, stream_k=tails, also=also)
 

@@ -99,7 +99,8 @@ from tune_gemm.space.rules.warp_group import (
 
 # The rules that read no kernel-family knob: pruning checks them once per tile config.
 RULES: tuple[Rule, ...] = (
-    WARP_GROUP_TILES_RULE,  # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel
+    # first, at two comparisons for most configs: 12 warps and 96-wide tiles exist for one kernel
+    WARP_GROUP_TILES_RULE,
     FUSED_REDUCE_RULE,  # next: it removes half the space (FUSED_REDUCE without a split) at one comparison each
     MATRIX_INSTRUCTION_RULE,
     K_TILING_RULE,

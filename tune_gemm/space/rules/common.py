@@ -88,8 +88,8 @@ def operand_row_bytes(problem: GemmProblem) -> tuple[int, int]:
             problem.K * problem.dtype_b.bytes if problem.col_b else b_row)
 
 
-# Tiles of fewer rows than this multiply without a matrix instruction (tune_gemm.kernels.matmul_family.DOT_MIN_ROWS, row_products):
-# mma's and mfma's least M.
+# Tiles of fewer rows than this multiply without a matrix instruction (tune_gemm.kernels.matmul_family.DOT_MIN_ROWS,
+# row_products): mma's and mfma's least M.
 DOT_MIN_ROWS = 16
 # The bytes of one vector load: a tile without a matrix instruction gives each thread at least one of its elements.
 # Eight, not sixteen: 1024 threads of 4 fp16 each read a row of 4096, as max-autotune's reduction kernel does, and
@@ -101,7 +101,8 @@ WIDEST_PART = 256
 
 
 def without_instruction(config: Config) -> bool:
-    """Whether the plain family multiplies the tile without a matrix instruction (tune_gemm.kernels.matmul_family.row_products)."""
+    """Whether the plain family multiplies the tile without a matrix instruction
+    (tune_gemm.kernels.matmul_family.row_products)."""
     return config.BLOCK_SIZE_M < DOT_MIN_ROWS
 
 

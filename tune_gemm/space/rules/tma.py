@@ -43,16 +43,15 @@ def epilogue_shared_bytes(problem: GemmProblem, config: Config) -> int:
 
 
 def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least
-    # 64 wide, whole warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest
-    # swizzle, which keeps the matrix units' shared-memory reads free of bank conflicts; BLOCK_K >= 128
-    # for 1-byte inputs. On the H100, fp16, 64-byte K tiles with deeper pipelines took 1.08-1.37x as long as
-    # 128-byte ones: BENCHMARKS.md, twenty-fourth run), at least double buffering (a single stage leaves the copy
-    # engine nothing to overlap), and a K split only with its partials summed inside the kernel (FUSED_REDUCE: the
-    # family has no reduction kernel; rule tma_split_k). Any input type: 16-bit, 8-bit (fp8/bf8 with their scales,
-    # int8 into int32) and fp32 as tf32 (BLOCK_K >= 32). wgmma reads 8-bit and tf32 operands only K-major: the launch
-    # copies a row-major B of those types into K-major order first (tune_gemm.kernels.tma_family.k_major_copy). The warp-group
-    # kernel has rules of its own (warp_groups).
+    # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least 64 wide, whole
+    # warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest swizzle, which keeps the matrix
+    # units' shared-memory reads free of bank conflicts; BLOCK_K >= 128 for 1-byte inputs. On the H100, fp16, 64-byte K
+    # tiles with deeper pipelines took 1.08-1.37x as long as 128-byte ones: BENCHMARKS.md, twenty-fourth run), at least
+    # double buffering (a single stage leaves the copy engine nothing to overlap), and a K split only with its partials
+    # summed inside the kernel (FUSED_REDUCE: the family has no reduction kernel; rule tma_split_k). Any input type:
+    # 16-bit, 8-bit (fp8/bf8 with their scales, int8 into int32) and fp32 as tf32 (BLOCK_K >= 32). wgmma reads 8-bit and
+    # tf32 operands only K-major: the launch copies a row-major B of those types into K-major order first
+    # (tune_gemm.kernels.tma_family.k_major_copy). The warp-group kernel has rules of its own (warp_groups).
     if config.family is not Family.PERSISTENT_TMA:
         return True
     return ((config.SPLIT_K == 1 or bool(config.FUSED_REDUCE))
@@ -61,10 +60,10 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 
 
 def _tma_split_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # The persistent programs walk a split's K slices as units of work (tune_gemm.kernels.tma_family.split_k_part): a split pays
-    # where the tiles alone leave SMs idle, and no more of it than fills them, since every slice past that adds a
-    # partial tile to write and sum and the units queue behind the first wave anyway. So SPLIT_K > 1 only where half
-    # the split would leave an SM idle: at 1024x1024 in 64 tiles of 128x128 on 132 SMs, 2 and 4. Not with STREAM_K
+    # The persistent programs walk a split's K slices as units of work (tune_gemm.kernels.tma_family.split_k_part): a
+    # split pays where the tiles alone leave SMs idle, and no more of it than fills them, since every slice past that
+    # adds a partial tile to write and sum and the units queue behind the first wave anyway. So SPLIT_K > 1 only where
+    # half the split would leave an SM idle: at 1024x1024 in 64 tiles of 128x128 on 132 SMs, 2 and 4. Not with STREAM_K
     # or NARROW_EDGE (other ways of filling the last wave), clusters or warp specialization, none measured with it.
     if not (config.PERSISTENT_TMA and config.SPLIT_K > 1):
         return True
@@ -167,21 +166,21 @@ def wave_cost(problem: GemmProblem, block_m: int, block_n: int, swap_ab: int, de
 
 
 def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # A side that is not a power of two (192 = 128 + 64) exists only in the TMA family, whose kernel computes the
-    # parts as up to four products per K step (tune_gemm.kernels.tma_family.compound_tile), whole tiles only: no split K, stream-K,
-    # split tail or edge tiles, not in clusters (not measured with them). Each part is at least a warpgroup's 64 rows,
-    # on N too: parts of 32 columns lost wherever measured (twenty-fourth run: 256x160 tiles at 3000x5000x4096,
-    # 2.9 waves, 223.9 us against 194.0 for 256x128 in 3.6 waves; 192x96 at 1536x1536x4096, the tile cuBLAS runs
-    # there, 39.7 us against 38.0 for 128x192). Not with warp specialization: the compound tile's loops are not
-    # flattened, and with them apart Triton 3.6 compiles WARP_SPECIALIZE to the same PTX as without, a duplicate to
-    # time. The warp-group kernel (rule warp_groups) multiplies parts of 32 columns at full width: its 192x96 tiles took
-    # 35.4 us at 1536x1536x4096 against 38.4 for the TMA family's 128x192 (BENCHMARKS.md, twenty-sixth run). Such a
-    # tile pays only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md,
-    # twenty-third run), 192x192 tiles took 1.10 times as long per output element as 128x256 at
-    # 4096^3 (233.3-241.5 us for 484 tiles, 189.5-193.9 for 512, four waves each), but 60.8-60.9 us at
-    # 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5 (144 tiles, two). So it is kept only where its waves, at
-    # COMPOUND_TILE_COST (WIDE_TILE_COST for the warp-group kernel's tiles wider than WIDEST_PART), cost less than
-    # those of every power-of-two tile around it (each compound side rounded down and up).
+    # A side that is not a power of two (192 = 128 + 64) exists only in the TMA family, whose kernel computes the parts
+    # as up to four products per K step (tune_gemm.kernels.tma_family.compound_tile), whole tiles only: no split K,
+    # stream-K, split tail or edge tiles, not in clusters (not measured with them). Each part is at least a warpgroup's
+    # 64 rows, on N too: parts of 32 columns lost wherever measured (twenty-fourth run: 256x160 tiles at 3000x5000x4096,
+    # 2.9 waves, 223.9 us against 194.0 for 256x128 in 3.6 waves; 192x96 at 1536x1536x4096, the tile cuBLAS runs there,
+    # 39.7 us against 38.0 for 128x192). Not with warp specialization: the compound tile's loops are not flattened, and
+    # with them apart Triton 3.6 compiles WARP_SPECIALIZE to the same PTX as without, a duplicate to time. The
+    # warp-group kernel (rule warp_groups) multiplies parts of 32 columns at full width: its 192x96 tiles took 35.4 us
+    # at 1536x1536x4096 against 38.4 for the TMA family's 128x192 (BENCHMARKS.md, twenty-sixth run). Such a tile pays
+    # only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-third run),
+    # 192x192 tiles took 1.10 times as long per output element as 128x256 at 4096^3 (233.3-241.5 us for 484 tiles,
+    # 189.5-193.9 for 512, four waves each), but 60.8-60.9 us at 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5
+    # (144 tiles, two). So it is kept only where its waves, at COMPOUND_TILE_COST (WIDE_TILE_COST for the warp-group
+    # kernel's tiles wider than WIDEST_PART), cost less than those of every power-of-two tile around it (each compound
+    # side rounded down and up).
     if not is_compound(config.BLOCK_SIZE_M, config.BLOCK_SIZE_N):
         return True
     least_part = WARP_GROUP_LEAST_EXTRA if config.WARP_GROUPS else COMPOUND_LEAST_PART
@@ -201,9 +200,8 @@ def _powers_of_two_around(side: int) -> tuple[int, ...]:
     return (main, 2 * main) if extra else (side,)
 
 
-TMA_HARDWARE_RULE = Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)", _tma_hardware,
-                         ("PERSISTENT_TMA",))
-# most of a compound tile's family variants fail it, at the cost of two comparisons for every other config
+TMA_HARDWARE_RULE = Rule("tma_hardware", "the persistent TMA family only where the GPU has TMA (Hopper+)",
+                         _tma_hardware, ("PERSISTENT_TMA",))
 COMPOUND_TILE_RULE = Rule(
     "compound_tile", "a tile side that is two powers of two (192 = 128 + 64) only in the TMA family, parts >= "
     f"{COMPOUND_LEAST_PART} ({WARP_GROUP_LEAST_EXTRA} with WARP_GROUPS), whole tiles (no SPLIT_K, STREAM_K, "

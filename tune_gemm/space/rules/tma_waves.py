@@ -38,8 +38,8 @@ def tail_slices(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
 
 
 def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # Stream-K shares out the tiles of a partly idle last wave (tune_gemm.kernels.tma_family.stream_k_part): it exists only
-    # where the tiles overrun a whole number of waves of one program per SM, by enough to matter, and where a
+    # Stream-K shares out the tiles of a partly idle last wave (tune_gemm.kernels.tma_family.stream_k_part): it exists
+    # only where the tiles overrun a whole number of waves of one program per SM, by enough to matter, and where a
     # tile's K loop has at least two iterations to split.
     if not config.STREAM_K:
         return True
@@ -52,12 +52,11 @@ def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 
 
 def _split_tail(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # The tiles past the last whole wave in K slices (tune_gemm.kernels.tma_family.tail_slices) pay only where those tiles are few
-    # enough that each is cut into at least TAIL_LEAST_SLICES: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md,
-    # twenty-second run), 128x256 tiles at 5120x5120x4096 (8 tiles past six waves, 8 slices each) took 330.8-335.0 us
-    # against 357.4-362.7 whole, but at 4096x5120x4096 (112 tiles past four waves, 2 slices each) 264.4-290.6 against
-    # 235.1-256.9.
-    # Not with warp specialization, whose loop the tail's would follow unmeasured.
+    # The tiles past the last whole wave in K slices (tune_gemm.kernels.tma_family.tail_slices) pay only where those
+    # tiles are few enough that each is cut into at least TAIL_LEAST_SLICES: measured on the H100 (Triton 3.6, fp16,
+    # BENCHMARKS.md, twenty-second run), 128x256 tiles at 5120x5120x4096 (8 tiles past six waves, 8 slices each) took
+    # 330.8-335.0 us against 357.4-362.7 whole, but at 4096x5120x4096 (112 tiles past four waves, 2 slices each)
+    # 264.4-290.6 against 235.1-256.9. Not with warp specialization, whose loop the tail's would follow unmeasured.
     return not config.WARP_SPECIALIZE and tail_slices(problem, config, device) >= TAIL_LEAST_SLICES
 
 

@@ -51,16 +51,16 @@ def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfil
 
 
 def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # The warp-group kernel (tune_gemm.kernels.warp_group_family) runs on Hopper (compute capability 9.0) with Gluon, not under the
-    # interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128, 192 or 256: two to four, num_warps 8,
-    # 12 or 16) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 160 = 128 + 32,
-    # 96 = 64 + 32; 320 = 256 + 64 and 384 = 256 + 128, wider than any other kernel's tile, with two warp groups), so
-    # that every product is a full-width matrix instruction; power-of-two widths are the TMA family's. 16-bit inputs
-    # of one dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's 128-byte
-    # swizzle takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and stores
-    # them through descriptors as they are, with no padded copies). Measured on the H100 (Triton 3.6, fp16,
-    # BENCHMARKS.md, twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages
-    # took 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
+    # The warp-group kernel (tune_gemm.kernels.warp_group_family) runs on Hopper (compute capability 9.0) with Gluon,
+    # not under the interpreter. Its consumer warp groups own 64 rows each (BLOCK_SIZE_M 128, 192 or 256: two to four,
+    # num_warps 8, 12 or 16) and multiply them by the two column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 160 =
+    # 128 + 32, 96 = 64 + 32; 320 = 256 + 64 and 384 = 256 + 128, wider than any other kernel's tile, with two warp
+    # groups), so that every product is a full-width matrix instruction; power-of-two widths are the TMA family's.
+    # 16-bit inputs of one dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's
+    # 128-byte swizzle takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and
+    # stores them through descriptors as they are, with no padded copies). Measured on the H100 (Triton 3.6, fp16,
+    # BENCHMARKS.md, twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages took
+    # 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
     if not config.WARP_GROUPS:
         return config.num_warps not in WARP_GROUP_ONLY_WARPS and config.BLOCK_SIZE_N <= WIDEST_PART
     return (device.warp_groups and problem.dtype_a == problem.dtype_b and problem.dtype_a.bytes == 2
