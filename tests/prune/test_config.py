@@ -10,14 +10,13 @@ from hypothesis import strategies as st
 
 from tune_gemm.core.config import (
     AMD_KNOBS,
-    ATOMIC_REDUCE,
     CLUSTER_SIZES,
-    FUSED_EDGE,
     KERNEL_PREFIX,
-    SPLIT_EDGE,
-    SPLIT_TAIL,
     Config,
     ConfigNameError,
+    FusedReduce,
+    NarrowEdge,
+    StreamK,
     check_field,
     kernel_switches,
     minimum_value,
@@ -107,10 +106,11 @@ def test_hopper_knobs_print_only_when_on():
     ("NARROW_EDGE", {"NARROW_EDGE": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE1"),
     ("NARROW_EDGE", {"SWAP_AB": 1, "ALIGN_ROWS": 1, "NARROW_EDGE": 1},
      "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_SWAP1_AR1_NE1"),
-    ("NARROW_EDGE", {"NARROW_EDGE": FUSED_EDGE}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE2"),
-    ("NARROW_EDGE", {"NARROW_EDGE": SPLIT_EDGE}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE3"),
-    ("STREAM_K", {"STREAM_K": SPLIT_TAIL}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2"),
-    ("STREAM_K", {"STREAM_K": SPLIT_TAIL, "SWAP_AB": 1}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2_SWAP1"),
+    ("NARROW_EDGE", {"NARROW_EDGE": NarrowEdge.FUSED}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE2"),
+    ("NARROW_EDGE", {"NARROW_EDGE": NarrowEdge.SPLIT}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_NE3"),
+    ("STREAM_K", {"STREAM_K": StreamK.SPLIT_TAIL}, "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2"),
+    ("STREAM_K", {"STREAM_K": StreamK.SPLIT_TAIL, "SWAP_AB": 1},
+     "BM128_BN256_BK64_GM16_SK1_nW8_nS4_TMA1_ES1_STK2_SWAP1"),
 ])
 def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs, name):
     config = Config(128, 256, 64, 16, 1, 8, 4, PERSISTENT_TMA=1, EPILOGUE_SUBTILE=1, **knobs)
@@ -118,7 +118,7 @@ def test_host_side_knobs_print_after_the_kernel_knobs_and_read_back(knob, knobs,
     assert Config.parse(str(config)) == config
     assert config.as_dict()[knob] == knobs[knob] and Config.from_mapping(config.as_dict()) == config
     assert knob not in replace(config, **{knob: 0}).as_dict()
-    too_large = {"NARROW_EDGE": SPLIT_EDGE + 1, "STREAM_K": SPLIT_TAIL + 1}.get(knob, 2)
+    too_large = {"NARROW_EDGE": NarrowEdge.SPLIT + 1, "STREAM_K": StreamK.SPLIT_TAIL + 1}.get(knob, 2)
     with pytest.raises(ValueError, match=f"{knob} must be 0"):
         Config(128, 256, 64, **{knob: too_large})
 
@@ -128,7 +128,7 @@ def test_the_kernel_switches_are_on_for_stream_k_and_off_for_a_split_tail():
     tma = Config(128, 256, 64, 8, 1, 8, 3, PERSISTENT_TMA=1, WARP_SPECIALIZE=1)
     assert kernel_switches(tma) == {"WARP_SPECIALIZE": True, "EPILOGUE_SUBTILE": False, "STREAM_K": False}
     assert kernel_switches(replace(tma, STREAM_K=1))["STREAM_K"] is True
-    assert kernel_switches(replace(tma, STREAM_K=SPLIT_TAIL))["STREAM_K"] is False
+    assert kernel_switches(replace(tma, STREAM_K=StreamK.SPLIT_TAIL))["STREAM_K"] is False
 
 
 def test_num_ctas_prints_after_num_stages_only_when_not_1():
@@ -171,7 +171,7 @@ def test_fused_reduce_prints_as_fr_after_static_shape_and_reads_back():
     assert "FUSED_REDUCE" not in replace(fused, FUSED_REDUCE=0).as_dict()
     with pytest.raises(ValueError, match="FUSED_REDUCE must be 0 .* or 2 .atomic adds"):
         Config(16, 16, 16, FUSED_REDUCE=3)
-    atomic = replace(fused, FUSED_REDUCE=ATOMIC_REDUCE)
+    atomic = replace(fused, FUSED_REDUCE=FusedReduce.ATOMIC)
     assert str(atomic) == "BM16_BN64_BK256_GM1_SK4_nW2_nS4_SS1_FR2" and Config.parse(str(atomic)) == atomic
     assert Config.from_mapping(atomic.as_dict()) == atomic and not atomic.reduction_kernel
     assert replace(fused, FUSED_REDUCE=0).reduction_kernel and not fused.reduction_kernel
@@ -200,7 +200,7 @@ def test_a_family_variant_equals_the_same_config_built_and_checked_in_full():
 
 def test_a_tile_config_from_checked_fields_equals_one_built_and_checked_in_full():
     fields = {"BLOCK_SIZE_M": 192, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4, "num_warps": 8,
-              "STATIC_SHAPE": 1, "FUSED_REDUCE": ATOMIC_REDUCE}
+              "STATIC_SHAPE": 1, "FUSED_REDUCE": FusedReduce.ATOMIC}
     config = Config.from_checked(fields)
     assert config == Config(**fields) and hash(config) == hash(Config(**fields))
     assert str(config) == "BM192_BN64_BK32_GM4_SK1_nW8_nS2_SS1_FR2"

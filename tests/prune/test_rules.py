@@ -10,11 +10,10 @@ import pytest
 from helpers import problem
 
 from tune_gemm.core.config import (
-    ATOMIC_REDUCE,
-    FUSED_EDGE,
-    SPLIT_EDGE,
-    SPLIT_TAIL,
     Config,
+    FusedReduce,
+    NarrowEdge,
+    StreamK,
 )
 from tune_gemm.core.device import INTERPRETER_PROFILE
 from tune_gemm.core.dtypes import DTYPES
@@ -308,7 +307,7 @@ def test_stream_k_only_where_a_last_wave_is_partly_idle(size, block, kept):
     assert RULES_BY_NAME["stream_k"].keep(problem(*size), replace(config, STREAM_K=0), IP)
 
 
-TAIL = {"PERSISTENT_TMA": 1, "STREAM_K": SPLIT_TAIL}
+TAIL = {"PERSISTENT_TMA": 1, "STREAM_K": StreamK.SPLIT_TAIL}
 
 
 @pytest.mark.parametrize("size, tile, knobs, slices", [
@@ -345,7 +344,7 @@ TMA8 = {"PERSISTENT_TMA": 1, "num_warps": 8, "num_stages": 3}
     ((1536, 3072, 4096), (192, 192), {"SWAP_AB": 1}, True),  # C^T is 3072x1536
     ((3072, 1536, 4096), (192, 192), {"PERSISTENT_TMA": 0}, False),  # the plain family's blocks are powers of two
     ((3072, 1536, 4096), (192, 192), {"WARP_SPECIALIZE": 1}, False),
-    ((3072, 1536, 4096), (192, 192), {"STREAM_K": SPLIT_TAIL}, False),
+    ((3072, 1536, 4096), (192, 192), {"STREAM_K": StreamK.SPLIT_TAIL}, False),
     ((3072, 1536, 4096), (192, 192), {"NARROW_EDGE": 1}, False),
     ((3072, 1536, 4096), (192, 192), {"num_ctas": 2}, False),
     ((3072, 1536, 4096), (192, 192), {"SPLIT_K": 2, "FUSED_REDUCE": 1}, False),
@@ -581,7 +580,7 @@ def test_narrow_edge_only_where_edge_tiles_would_be_narrower_than_a_whole_one(si
 def test_fused_edge_only_beside_a_whole_tile_with_its_stages_and_accumulators_in_bounds(size, tile, knobs, kept):
     block_m, block_n, stages = tile
     config = replace(Config(block_m, block_n, 64, num_warps=8, num_stages=stages, PERSISTENT_TMA=1,
-                            NARROW_EDGE=FUSED_EDGE), **knobs)
+                            NARROW_EDGE=NarrowEdge.FUSED), **knobs)
     p = problem(*size)
     assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is kept
     if size in ((8192, 40, 4096), (8192, 408, 4096)):
@@ -600,7 +599,8 @@ def test_fused_edge_only_beside_a_whole_tile_with_its_stages_and_accumulators_in
     ((4096, 4096, 4096), (256, 128), {}, 1),  # no edge
 ])
 def test_split_edge_slices_fill_the_programs_and_only_split_edges_are_kept(size, tile, knobs, slices):
-    config = replace(Config(*tile, 64, num_warps=8, num_stages=3, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE), **knobs)
+    config = replace(Config(*tile, 64, num_warps=8, num_stages=3, PERSISTENT_TMA=1, NARROW_EDGE=NarrowEdge.SPLIT),
+                     **knobs)
     p = problem(*size)
     assert edge_slices(p, config, IP) == slices
     assert RULES_BY_NAME["narrow_edge"].keep(p, config, IP) is (slices > 1)
@@ -613,7 +613,7 @@ def test_narrow_edge_only_in_the_tma_family_and_kept_by_pruning_beside_its_twin(
     narrow = [c for c in kept if c.NARROW_EDGE]
     assert narrow and all(c.PERSISTENT_TMA and edge_columns(p, c) for c in narrow)
     assert {replace(c, NARROW_EDGE=0) for c in narrow} <= kept
-    fused = [c for c in narrow if c.NARROW_EDGE == FUSED_EDGE]
+    fused = [c for c in narrow if c.NARROW_EDGE == NarrowEdge.FUSED]
     assert fused and {replace(c, NARROW_EDGE=1) for c in fused} <= kept  # each beside its narrow twin
 
 
@@ -782,9 +782,9 @@ def test_prune_counts_add_up(full_results, p, device):
     result = full_results[(p, device.name)]
     assert isinstance(result, PruneResult)
     # 130 kernel-family variants per tile config: plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS,
-    # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE,
-    # and TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, 1 and
-    # ATOMIC_REDUCE; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
+    # each with STREAM_K 0 and SPLIT_TAIL (stream-K itself is opt-in) and NARROW_EDGE 0, APART, FUSED and SPLIT, and
+    # TMA with WARP_GROUPS alone; each tile config with and without STATIC_SHAPE and FUSED_REDUCE 0, SLOTS and
+    # ATOMIC; six BLOCK_M (192 among them) and ten BLOCK_N (and 96, 160, 320, 384); six num_warps (12 and 16
     # among them); then the tiles shorter than a matrix instruction, plain family alone: four BLOCK_M, eight BLOCK_N,
     # nine BLOCK_K, five num_warps (32 among them), three num_stages
     assert result.space_size == len(FULL_SPACE) == (6 * 10 * 5 * 5 * 5 * 6 * 5 * 2 * 3 * 130
@@ -831,7 +831,7 @@ def test_prune_known_counts_on_interpreter(full_results):
     # each split-K config three times, its partials summed by a reduction kernel, in slots or atomically in the GEMM
     splits = len([c for c in skinny if c.SPLIT_K > 1])
     assert len([c for c in skinny if c.FUSED_REDUCE == 1]) == splits // 3 == 2833
-    assert len([c for c in skinny if c.FUSED_REDUCE == ATOMIC_REDUCE]) == splits // 3
+    assert len([c for c in skinny if c.FUSED_REDUCE == FusedReduce.ATOMIC]) == splits // 3
     # every SPLIT_K > 1 except where warp_group_tiles or matrix_instruction struck first, in each of the 130 family
     # variants, with and without STATIC_SHAPE, and with each FUSED_REDUCE
     assert big.removed_by_rule["split_k"] == 130 * 2 * 3 * 85_000
@@ -1055,9 +1055,9 @@ FIELD_VALUES = {
     "GROUP_SIZE_M": FULL_SPACE.group_m, "SPLIT_K": FULL_SPACE.split_k, "num_warps": FULL_SPACE.num_warps,
     "num_stages": FULL_SPACE.num_stages, "num_ctas": (1, 2), "waves_per_eu": (None, 0, 2),
     "matrix_instr_nonkdim": (None, 16, 32), "kpack": (None, 1, 2), "schedule_hint": (None, "none"),
-    "STATIC_SHAPE": (0, 1), "FUSED_REDUCE": (0, 1, ATOMIC_REDUCE), "PERSISTENT_TMA": (0, 1), "WARP_SPECIALIZE": (0, 1),
-    "EPILOGUE_SUBTILE": (0, 1), "STREAM_K": (0, 1, SPLIT_TAIL), "SWAP_AB": (0, 1), "ALIGN_ROWS": (0, 1),
-    "NARROW_EDGE": (0, 1, FUSED_EDGE, SPLIT_EDGE), "WARP_GROUPS": (0, 1),
+    "STATIC_SHAPE": (0, 1), "FUSED_REDUCE": (0, 1, FusedReduce.ATOMIC), "PERSISTENT_TMA": (0, 1),
+    "WARP_SPECIALIZE": (0, 1), "EPILOGUE_SUBTILE": (0, 1), "STREAM_K": (0, 1, StreamK.SPLIT_TAIL), "SWAP_AB": (0, 1),
+    "ALIGN_ROWS": (0, 1), "NARROW_EDGE": (0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT), "WARP_GROUPS": (0, 1),
 }
 READS_CASES = [(BIG, IP), (SKINNY, HOPPER), (ODD, IP), (problem(4095, 4097, 1023), HOPPER),
                (problem(3072, 1536, 4096, "bf16", col_b=True), HOPPER), (problem(3000, 5000, 4096, "fp8"), HOPPER),
@@ -1071,7 +1071,7 @@ READS_CASES = [(BIG, IP), (SKINNY, HOPPER), (ODD, IP), (problem(4095, 4097, 1023
 RICH_SPACE = RangeSpace(block_m=(64, 128, 192, 256), block_n=(96, 128, 160, 320), block_k=(16, 32, 64), group_m=(1, 8),
                         split_k=(1, 2), num_warps=(4, 8, 12, 16), num_stages=(2, 4), static_shape=(0, 1),
                         fused_reduce=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1), swap_ab=(0, 1),
-                        narrow_edge=(0, FUSED_EDGE), warp_groups=(0, 1))
+                        narrow_edge=(0, NarrowEdge.FUSED), warp_groups=(0, 1))
 
 
 def _random_configs(rng: random.Random, count: int) -> list[Config]:

@@ -9,11 +9,10 @@ import yaml
 from helpers import SMALL_SPACE_YAML
 
 from tune_gemm.core.config import (
-    ATOMIC_REDUCE,
-    FUSED_EDGE,
-    SPLIT_EDGE,
-    SPLIT_TAIL,
     Config,
+    FusedReduce,
+    NarrowEdge,
+    StreamK,
 )
 from tune_gemm.space.ranges import (
     AMD_SPACE,
@@ -41,9 +40,9 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE == RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12, 16),
                                     warp_groups=(0, 1), persistent_tma=(0, 1),
                                     warp_specialize=(0, 1), epilogue_subtile=(0, 1), static_shape=(0, 1),
-                                    fused_reduce=(0, 1, ATOMIC_REDUCE), swap_ab=(0, 1), align_rows=(0, 1),
-                                    narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE), stream_k=(0, SPLIT_TAIL),
-                                    also=SMALL_ROW_SPACE)
+                                    fused_reduce=(0, 1, FusedReduce.ATOMIC), swap_ab=(0, 1), align_rows=(0, 1),
+                                    narrow_edge=(0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT),
+                                    stream_k=(0, StreamK.SPLIT_TAIL), also=SMALL_ROW_SPACE)
     assert AMD_SPACE.swap_ab == AMD_SPACE.align_rows == AMD_SPACE.narrow_edge == AMD_SPACE.warp_groups == (0,)
     assert AMD_SPACE.static_shape == AMD_SPACE.fused_reduce == (0,)  # not measured on AMD yet
     assert 1 not in FULL_SPACE.stream_k  # stream-K is opt-in: it lost on every shape measured
@@ -65,21 +64,22 @@ def test_full_space_bounds():
 def test_full_space_len_matches_configs():
     all_tiles = FULL_SPACE.tile_configs()
     tiles, short = all_tiles[:1_350_000], all_tiles[1_350_000:]
-    # 225,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and ATOMIC_REDUCE
+    # 225,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and FusedReduce.ATOMIC
     assert len(tiles) == len(set(tiles)) == 1_350_000
     assert tiles[0] == Config(16, 16, 16, 1, 1, 1, 1)
-    assert tiles[-1] == Config(256, 384, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    assert tiles[-1] == Config(256, 384, 256, 32, 16, 16, 5, STATIC_SHAPE=1, FUSED_REDUCE=FusedReduce.ATOMIC)
     # then those shorter than a matrix instruction: 108,000 tile shapes, as often each
     assert len(short) == len(set(short)) == 648_000 and set(short).isdisjoint(tiles)
     assert short[0] == Config(1, 1, 16, 1, 1, 1, 1)
-    assert short[-1] == Config(8, 128, 4096, 32, 16, 32, 3, STATIC_SHAPE=1, FUSED_REDUCE=ATOMIC_REDUCE)
+    assert short[-1] == Config(8, 128, 4096, 32, 16, 32, 3, STATIC_SHAPE=1, FUSED_REDUCE=FusedReduce.ATOMIC)
     # plain, TMA with each subset of WS, ES, SWAP_AB and ALIGN_ROWS, each with STREAM_K 0 and SPLIT_TAIL and with
-    # NARROW_EDGE 0, 1, FUSED_EDGE and SPLIT_EDGE (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
+    # NARROW_EDGE 0, APART, FUSED and SPLIT (the other knobs exist only with TMA), and TMA with WARP_GROUPS alone
     families = [tuple(f.values()) for f in FULL_SPACE.families()]
     assert families[0] == (0, 0, 0, 0, 0, 0, 0, 0) and len(families) == len(set(families)) == 130
     assert sorted(families[1:]) == sorted([(1, ws, es, tail, swap, align, edge, 0) for ws in (0, 1) for es in (0, 1)
-                                           for tail in (0, SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
-                                           for edge in (0, 1, FUSED_EDGE, SPLIT_EDGE)] + [(1, 0, 0, 0, 0, 0, 0, 1)])
+                                           for tail in (0, StreamK.SPLIT_TAIL) for swap in (0, 1) for align in (0, 1)
+                                           for edge in (0, 1, NarrowEdge.FUSED, NarrowEdge.SPLIT)]
+                                          + [(1, 0, 0, 0, 0, 0, 0, 1)])
     assert len(FULL_SPACE) == 130 * 1_350_000 + 648_000
     # a space that asks for stream-K and no swap: plain, and TMA with each subset of WS, ES and STK
     with_stream_k = replace(FULL_SPACE, stream_k=(0, 1), swap_ab=(0,), align_rows=(0,), narrow_edge=(0,),
@@ -163,12 +163,12 @@ def test_mapping_without_tma_drops_its_knobs():
     assert space_from_mapping({"PERSISTENT_TMA": [0], "FUSED_REDUCE": 1}, "x").fused_reduce == (1,)
     with pytest.raises(ValueError, match="EPILOGUE_SUBTILE values must be 0"):
         space_from_mapping({"EPILOGUE_SUBTILE": [2]}, "x")
-    assert space_from_mapping({"NARROW_EDGE": [FUSED_EDGE]}, "x").narrow_edge == (FUSED_EDGE,)
-    assert space_from_mapping({"NARROW_EDGE": [SPLIT_EDGE, 0]}, "x").narrow_edge == (0, SPLIT_EDGE)
+    assert space_from_mapping({"NARROW_EDGE": [NarrowEdge.FUSED]}, "x").narrow_edge == (NarrowEdge.FUSED,)
+    assert space_from_mapping({"NARROW_EDGE": [NarrowEdge.SPLIT, 0]}, "x").narrow_edge == (0, NarrowEdge.SPLIT)
     with pytest.raises(ValueError, match="NARROW_EDGE values must be 0 .*, 1 .*, 2 .* or 3 "):
         space_from_mapping({"NARROW_EDGE": [4]}, "x")
     # the atomic running sums are asked for, or left out for kernels whose bits never change
-    assert space_from_mapping({"FUSED_REDUCE": [2, 0]}, "x").fused_reduce == (0, ATOMIC_REDUCE)
+    assert space_from_mapping({"FUSED_REDUCE": [2, 0]}, "x").fused_reduce == (0, FusedReduce.ATOMIC)
     assert space_from_mapping({"FUSED_REDUCE": [0, 1]}, "x").fused_reduce == (0, 1)
     with pytest.raises(ValueError, match="FUSED_REDUCE values must be 0 .*, 1 .* or 2 .atomic adds"):
         space_from_mapping({"FUSED_REDUCE": [3]}, "x")
@@ -254,20 +254,20 @@ def test_space_from_mapping_rejects_non_mapping(document):
 
 def test_a_deterministic_space_drops_only_the_atomic_sums():
     # split-K's running sums, the split edge tiles' and the split tail's (all added to atomically, in no set order)
-    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, FUSED_EDGE),
+    assert deterministic(FULL_SPACE) == replace(FULL_SPACE, fused_reduce=(0, 1), narrow_edge=(0, 1, NarrowEdge.FUSED),
                                                 stream_k=(0,), also=replace(SMALL_ROW_SPACE, fused_reduce=(0, 1)))
     assert deterministic(AMD_SPACE) == AMD_SPACE  # never had them
     # of the 130 family variants, the 64 split tails and the 16 split edges of the others go
     tiles, short = FULL_SPACE.parts()
     assert len(deterministic(FULL_SPACE)) == len(tiles) // 3 * 2 // 130 * 50 + len(short) // 3 * 2
     # stream-K (1) sums in a set order: it stays
-    assert deterministic(replace(FULL_SPACE, stream_k=(0, 1, SPLIT_TAIL))).stream_k == (0, 1)
+    assert deterministic(replace(FULL_SPACE, stream_k=(0, 1, StreamK.SPLIT_TAIL))).stream_k == (0, 1)
     with pytest.raises(ValueError, match="only atomic sums"):
-        deterministic(replace(FULL_SPACE, fused_reduce=(ATOMIC_REDUCE,)))
+        deterministic(replace(FULL_SPACE, fused_reduce=(FusedReduce.ATOMIC,)))
     with pytest.raises(ValueError, match="only split edges"):
-        deterministic(replace(FULL_SPACE, narrow_edge=(SPLIT_EDGE,)))
+        deterministic(replace(FULL_SPACE, narrow_edge=(NarrowEdge.SPLIT,)))
     with pytest.raises(ValueError, match="only split tails"):
-        deterministic(replace(FULL_SPACE, stream_k=(SPLIT_TAIL,)))
+        deterministic(replace(FULL_SPACE, stream_k=(StreamK.SPLIT_TAIL,)))
 
 
 def test_the_full_space_is_two_products_walked_apart():
@@ -289,4 +289,4 @@ def test_a_space_file_is_one_product_and_deterministic_spaces_keep_both():
     assert space_from_mapping({"num_stages": [2, 3]}, "sizes.yaml").also is None  # what the file lists is all
     assert space_from_mapping({"BLOCK_SIZE_M": [1, 16]}, "sizes.yaml").block_m == (1, 16)  # short tiles asked for
     assert deterministic(FULL_SPACE).also == deterministic(SMALL_ROW_SPACE)
-    assert ATOMIC_REDUCE not in deterministic(FULL_SPACE).also.fused_reduce
+    assert FusedReduce.ATOMIC not in deterministic(FULL_SPACE).also.fused_reduce

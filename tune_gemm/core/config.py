@@ -8,7 +8,10 @@ size prefix) and gives the same value. `Config.for_vendor` is what a recorded co
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
+from enum import Enum, IntEnum
+
+from tune_gemm.core.geometry import block_parts, is_tile_side  # noqa: F401  (read from here too)
 
 KERNEL_PREFIX = "matmul_kernel_"
 
@@ -48,19 +51,74 @@ HOPPER_KNOBS = ("PERSISTENT_TMA", "WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM
 # The Hopper knobs the TMA family's kernel binds as compile-time constants; SWAP_AB, ALIGN_ROWS and NARROW_EDGE act on
 # the host side of a launch (NARROW_EDGE sets a constant there, whose value depends on N).
 KERNEL_KNOBS = ("WARP_SPECIALIZE", "EPILOGUE_SUBTILE", "STREAM_K")
-# Every knob that is 0 (off) or 1 (on), but NARROW_EDGE (0, 1, FUSED_EDGE or SPLIT_EDGE), FUSED_REDUCE (0, 1 or
-# ATOMIC_REDUCE) and STREAM_K (0, 1 or SPLIT_TAIL).
+# Every knob that is 0 (off) or 1 (on), but the modes (MODES: NARROW_EDGE, FUSED_REDUCE and STREAM_K), whose values
+# name more than on and off.
 SWITCHES = (*HOPPER_KNOBS, "STATIC_SHAPE", "FUSED_REDUCE")
-# NARROW_EDGE's value for edge tiles computed in the K loop of their row's last whole tile (tune_gemm.kernels.tma_family.edge_part)
-FUSED_EDGE = 2
-# NARROW_EDGE's value for edge tiles apart whose K loops are cut into slices that programs claim as units of work
-# (tune_gemm.kernels.tma_family.edge_part)
-SPLIT_EDGE = 3
-# STREAM_K's value for the tiles past the last whole wave computed in K slices that add into one running sum per tile
-# (tune_gemm.kernels.tma_family.tail_slices)
-SPLIT_TAIL = 2
-# FUSED_REDUCE's value for K slices that add their partials into one running sum per tile (tune_gemm.kernels.matmul_family.ATOMIC_SUM)
-ATOMIC_REDUCE = 2
+
+
+class Mode(IntEnum):
+    """A knob's value that names more than on and off. An int (YAML, names and comparisons see 0, 1, 2, ...) that
+    prints as its number on every Python."""
+
+    __str__ = int.__repr__
+
+
+class StreamK(Mode):
+    """STREAM_K: how a persistent launch fills the SMs after its last whole wave of tiles."""
+
+    OFF = 0
+    # the tiles of a partly idle last wave shared out by K iterations (tune_gemm.kernels.tma_family.stream_k_part)
+    STREAM_K = 1
+    # the tiles past the last whole wave in K slices that add into one running sum per tile (atomic adds,
+    # tune_gemm.kernels.tma_family.tail_slices)
+    SPLIT_TAIL = 2
+
+
+class NarrowEdge(Mode):
+    """NARROW_EDGE: how the TMA family computes the columns past the last whole BLOCK_SIZE_N tile."""
+
+    OFF = 0  # in whole tiles, past N
+    APART = 1  # in narrower edge tiles after the whole tiles (tune_gemm.kernels.tma_family.edge_columns, edge_part)
+    FUSED = 2  # each edge tile in the K loop of its row's last whole tile (tune_gemm.kernels.tma_family.edge_part)
+    # apart, each edge tile's K loop cut into slices that programs claim as units of work and that add into one
+    # running sum (atomic adds, tune_gemm.kernels.tma_family.edge_slices)
+    SPLIT = 3
+
+
+class FusedReduce(Mode):
+    """FUSED_REDUCE: how a split K's partial products are summed."""
+
+    OFF = 0  # by a reduction kernel after the GEMM (not in the TMA family)
+    SLOTS = 1  # a slot per K slice, the last slice to finish adding the others' in slice order
+    # each slice adds its partial into the tile's one running sum (atomic adds, in no set order;
+    # tune_gemm.kernels.matmul_family.ATOMIC_SUM)
+    ATOMIC = 2
+
+
+# Each mode's field and its values
+MODES: dict[str, type[Mode]] = {"STREAM_K": StreamK, "NARROW_EDGE": NarrowEdge, "FUSED_REDUCE": FusedReduce}
+
+
+def field_value(name: str, value: object) -> object:
+    """A config field's value as the field holds it: a mode's (MODES) as its member, any other as it is."""
+    return MODES[name](value) if name in MODES else value
+
+
+# Four modes' values by the names the generator, the kernels and the search compare with
+FUSED_EDGE = NarrowEdge.FUSED
+SPLIT_EDGE = NarrowEdge.SPLIT
+SPLIT_TAIL = StreamK.SPLIT_TAIL
+ATOMIC_REDUCE = FusedReduce.ATOMIC
+
+
+class Family(Enum):
+    """The kernel family a config runs in."""
+
+    PLAIN = "plain"  # the pointer-load kernel (tune_gemm.kernels.matmul_family), on any GPU
+    PERSISTENT_TMA = "persistent TMA"  # the persistent kernel loading through TMA (tune_gemm.kernels.tma_family)
+    WARP_GROUP = "warp-group"  # the Gluon kernel of consumer warp groups (tune_gemm.kernels.warp_group_family)
+
+
 # Values of num_ctas, the CTAs per thread-block cluster: Hopper launches clusters of up to 8 CTAs portably.
 CLUSTER_SIZES = (1, 2, 4, 8)
 # The value of each field that names and results entries leave out: unset AMD knobs (None) are left out too.
@@ -89,26 +147,28 @@ def minimum_value(field: str) -> int:
 
 
 def largest_switch_value(switch: str) -> int:
-    """Largest legal value of a switch: 1 (on), SPLIT_EDGE for NARROW_EDGE, ATOMIC_REDUCE for FUSED_REDUCE, SPLIT_TAIL
-    for STREAM_K."""
-    return {"NARROW_EDGE": SPLIT_EDGE, "FUSED_REDUCE": ATOMIC_REDUCE, "STREAM_K": SPLIT_TAIL}.get(switch, 1)
+    """Largest legal value of a switch: 1 (on), or a mode's largest (NarrowEdge.SPLIT for NARROW_EDGE,
+    FusedReduce.ATOMIC for FUSED_REDUCE, StreamK.SPLIT_TAIL for STREAM_K)."""
+    return max(MODES[switch]) if switch in MODES else 1
 
 
 def switch_values(field: str) -> str:
     """The legal values of a switch, for error messages."""
     if field == "NARROW_EDGE":
-        return (f"0 (off), 1 (narrow edge tiles), {FUSED_EDGE} (fused with the last whole tile) or {SPLIT_EDGE} "
-                "(apart, their K loops in slices)")
+        return (f"0 (off), {NarrowEdge.APART} (narrow edge tiles), {NarrowEdge.FUSED} (fused with the last whole tile) "
+                f"or {NarrowEdge.SPLIT} (apart, their K loops in slices)")
     if field == "FUSED_REDUCE":
-        return f"0 (a reduction kernel), 1 (a slot per K slice) or {ATOMIC_REDUCE} (atomic adds into one sum)"
+        return (f"0 (a reduction kernel), {FusedReduce.SLOTS} (a slot per K slice) or {FusedReduce.ATOMIC} (atomic "
+                "adds into one sum)")
     if field == "STREAM_K":
-        return f"0 (off), 1 (stream-K) or {SPLIT_TAIL} (the tiles past the last whole wave in K slices)"
+        return (f"0 (off), {StreamK.STREAM_K} (stream-K) or {StreamK.SPLIT_TAIL} (the tiles past the last whole wave "
+                "in K slices)")
     return "0 (off) or 1 (on)"
 
 
 def kernel_switches(config: Config) -> dict[str, bool]:
     """The TMA family kernel's compile-time switches (KERNEL_KNOBS) of a config, each on where its knob is 1: STREAM_K
-    is stream-K's, a split tail (SPLIT_TAIL) being the launch's (tune_gemm.kernels.tma_family.tail_split)."""
+    is stream-K's (StreamK.STREAM_K), a split tail being the launch's (tune_gemm.kernels.tma_family.tail_split)."""
     return {knob: getattr(config, knob) == 1 for knob in KERNEL_KNOBS}
 
 
@@ -134,28 +194,6 @@ def _printed(field: str, value: int | str | None) -> bool:
     return value is not None and _UNPRINTED.get(field) != value
 
 
-def block_parts(side: int) -> tuple[int, int]:
-    """A tile side as the TMA family's kernel computes it (tune_gemm.kernels.tma_family.block_parts): (main, extra), main the largest
-    power of two in it, extra the rest (192 is 128 + 64); extra 0 for a power of two."""
-    main = 1 << (side.bit_length() - 1)
-    return main, side - main
-
-
-NARROWEST_PART = 16  # the narrowest block Triton's dot takes: the least extra part of a tile side
-
-
-def is_tile_side(side: int) -> bool:
-    """Whether a block size can be a tile side: a power of two, or the sum of two, the smaller at least NARROWEST_PART
-    (block_parts)."""
-    extra = block_parts(side)[1] if side > 0 else 1
-    return not extra or (extra >= NARROWEST_PART and not extra & (extra - 1))
-
-
-def is_compound(config: Config) -> bool:
-    """Whether a tile side is two parts (block_parts): the TMA family computes such a tile as up to four products."""
-    return bool(block_parts(config.BLOCK_SIZE_M)[1] or block_parts(config.BLOCK_SIZE_N)[1])
-
-
 class ConfigNameError(ValueError):
     """A string that is not a config name."""
 
@@ -177,10 +215,10 @@ class Config:
     PERSISTENT_TMA: int = 0  # 1: persistent grid (one program per SM) loading tiles through TMA descriptors
     WARP_SPECIALIZE: int = 0  # 1: producer/consumer warps in the persistent loop (needs PERSISTENT_TMA)
     EPILOGUE_SUBTILE: int = 0  # 1: store the output tile in two halves, halving its shared memory
-    # 1: the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA); SPLIT_TAIL (2): the
-    # tiles past the last whole wave run in K slices that add into one running sum per tile (atomic adds), so that a
-    # few tiles after whole waves keep every SM busy (tune_gemm.kernels.tma_family.tail_slices).
-    STREAM_K: int = 0
+    # STREAM_K (1): the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA);
+    # SPLIT_TAIL (2): the tiles past the last whole wave run in K slices that add into one running sum per tile (atomic
+    # adds), so that a few tiles after whole waves keep every SM busy (tune_gemm.kernels.tma_family.tail_slices).
+    STREAM_K: StreamK = StreamK.OFF
     schedule_hint: str | None = None  # AMD: instruction scheduling variant of the K loop, e.g. "none"
     # NVIDIA compute capability 9+: each program runs as a cluster of this many CTAs that split its tile (Triton's
     # num_ctas launch option). Last, since configs are built positionally by the fields above.
@@ -195,20 +233,20 @@ class Config:
     # off a 128-byte line into rows padded to whole lines, as it pads rows that are not 16-byte aligned
     # (tune_gemm.kernels.tma_family.tma_views).
     ALIGN_ROWS: int = 0
-    # 1: the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as those
-    # columns rounded up to a power of two (or, where that is a whole tile, half a tile and tiles as wide as the
-    # rest), after the whole tiles (tune_gemm.kernels.tma_family.edge_columns, edge_part); FUSED_EDGE (2): each beside a whole tile
-    # of its rows, in that tile's K loop (tune_gemm.kernels.tma_family.edge_part); SPLIT_EDGE (3): apart, each edge tile's K loop cut
-    # into slices that sum into one running sum (atomic adds), so that a few edge tiles after whole waves keep every
-    # SM busy (tune_gemm.kernels.tma_family.edge_slices).
-    NARROW_EDGE: int = 0
-    # 1 (with SPLIT_K > 1): a tile's K slices sum their partial products themselves, the last to finish adding the
-    # others' into C in slice order (tune_gemm.kernels.matmul_family.finish_split_tile), instead of a reduction kernel after the
-    # GEMM: one launch instead of two. The TMA family splits K only so, or as ATOMIC_REDUCE (tune_gemm.kernels.tma_family.
-    # split_k_part). ATOMIC_REDUCE (2): each slice adds its partial into the tile's one running sum (atomic adds), and
-    # the last to finish reads that one sum: less for it to read than SPLIT_K slots, but the adds come in no set order,
-    # so floating-point sums may differ in their last bits from launch to launch.
-    FUSED_REDUCE: int = 0
+    # APART (1): the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as
+    # those columns rounded up to a power of two (or, where that is a whole tile, half a tile and tiles as wide as the
+    # rest), after the whole tiles (tune_gemm.kernels.tma_family.edge_columns, edge_part); FUSED (2): each beside a
+    # whole tile of its rows, in that tile's K loop (tune_gemm.kernels.tma_family.edge_part); SPLIT (3): apart, each
+    # edge tile's K loop cut into slices that sum into one running sum (atomic adds), so that a few edge tiles after
+    # whole waves keep every SM busy (tune_gemm.kernels.tma_family.edge_slices).
+    NARROW_EDGE: NarrowEdge = NarrowEdge.OFF
+    # SLOTS (1, with SPLIT_K > 1): a tile's K slices sum their partial products themselves, the last to finish adding
+    # the others' into C in slice order (tune_gemm.kernels.matmul_family.finish_split_tile), instead of a reduction
+    # kernel after the GEMM: one launch instead of two. The TMA family splits K only so, or as ATOMIC
+    # (tune_gemm.kernels.tma_family.split_k_part). ATOMIC (2): each slice adds its partial into the tile's one running
+    # sum (atomic adds), and the last to finish reads that one sum: less for it to read than SPLIT_K slots, but the adds
+    # come in no set order, so floating-point sums may differ in their last bits from launch to launch.
+    FUSED_REDUCE: FusedReduce = FusedReduce.OFF
     # 1 (with PERSISTENT_TMA): the tile is computed by the warp-group kernel (tune_gemm.kernels.warp_group_family, written in Gluon,
     # Hopper compute capability 9.0 only): one loader warp and one consumer warp group per 64 rows of the tile, each
     # multiplying its rows by both column parts of a compound BLOCK_SIZE_N (192 = 128 + 64, 160 = 128 + 32,
@@ -219,6 +257,8 @@ class Config:
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
             check_field(name, value)
+        for name, mode in MODES.items():  # each mode's value as its member: StreamK.SPLIT_TAIL for 2
+            object.__setattr__(self, name, mode(getattr(self, name)))
         if self.PERSISTENT_TMA and self.SPLIT_K > 1 and not self.FUSED_REDUCE:
             raise ValueError("PERSISTENT_TMA with SPLIT_K > 1 needs FUSED_REDUCE: 1 or 2 (the TMA family has no "
                              "reduction kernel; its K slices sum their partials themselves)")
@@ -229,6 +269,14 @@ class Config:
     def __str__(self) -> str:
         return "_".join(f"{token}{_hint_token(value) if field == 'schedule_hint' else value}"
                         for field, token in _TOKENS.items() if _printed(field, value := getattr(self, field)))
+
+    @property
+    def family(self) -> Family:
+        """The kernel family this config runs in: the warp-group kernel (WARP_GROUPS), the persistent TMA family
+        (PERSISTENT_TMA) or the plain pointer-load kernel."""
+        if self.WARP_GROUPS:
+            return Family.WARP_GROUP
+        return Family.PERSISTENT_TMA if self.PERSISTENT_TMA else Family.PLAIN
 
     @property
     def amd_knobs(self) -> dict[str, int | str]:
@@ -247,19 +295,19 @@ class Config:
 
     @classmethod
     def from_checked(cls, fields: dict) -> Config:
-        """A config of these fields (the rest their defaults), each value already passed check_field, the family knobs
-        off: built without checking them again. A space builds half a million tile configs per size so (its values
-        checked once each), where checking each config took most of a prune (4096^3 fp16: 8 of 15 s under
-        cProfile)."""
+        """A config of these fields (the rest their defaults), each value already passed check_field and a mode's its
+        member (field_value), the family knobs off: built without checking them again. A space builds half a million
+        tile configs per size so (its values checked once each), where checking each config took most of a prune
+        (4096^3 fp16: 8 of 15 s under cProfile)."""
         config = object.__new__(cls)
         config.__dict__.update(_DEFAULT_FIELDS, **fields)
         return config
 
     def with_family(self, family: dict[str, int]) -> Config:
         """This config with the kernel-family knobs in `family` set, as RangeSpace.families() gives them (their values
-        checked where the space was read), built without checking every field again: the pruner builds up to 129 such
-        variants of each tile config, and checking each one anew took most of a prune (128x256x65536 fp16: 14 of
-        20 s under cProfile)."""
+        checked where the space was read, a mode's its member), built without checking every field again: the pruner
+        builds up to 129 such variants of each tile config, and checking each one anew took most of a prune
+        (128x256x65536 fp16: 14 of 20 s under cProfile)."""
         variant = object.__new__(Config)
         variant.__dict__.update(self.__dict__, **family)
         return variant
@@ -281,8 +329,9 @@ class Config:
 
     def as_dict(self) -> dict[str, int | str]:
         """Field -> value; AMD knobs only when set; switches only when on and num_ctas only when not 1 (the ROCm
-        script knows none of them)."""
-        return {name: value for name, value in asdict(self).items() if _printed(name, value)}
+        script knows none of them). Plain ints and strings, a mode's value too (yaml.safe_dump writes no enum)."""
+        return {name: int(value) if name in MODES else value
+                for name in _FIELD_NAMES if _printed(name, value := getattr(self, name))}
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -339,8 +388,8 @@ def check_field(name: str, value: object) -> None:
         _check_hint(value)
         return
     least = _LEAST_VALUES[name]
-    # bool is an int subclass; True is no block size
-    if type(value) is not int or value < least:
+    # bool is an int subclass; True is no block size. A mode takes its own members too.
+    if (type(value) is not int and type(value) is not MODES.get(name)) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     if value > 1 and value > _LARGEST_SWITCH_VALUES.get(name, value):
         raise ValueError(f"{name} must be {switch_values(name)}, got {value!r}")
@@ -350,4 +399,5 @@ def check_field(name: str, value: object) -> None:
 
 _LEAST_VALUES = {field.name: minimum_value(field.name) for field in fields(Config)}
 _LARGEST_SWITCH_VALUES = {switch: largest_switch_value(switch) for switch in SWITCHES}
+_FIELD_NAMES = tuple(field.name for field in fields(Config))
 _DEFAULT_FIELDS = {field.name: field.default for field in fields(Config) if field.default is not MISSING}

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tune_gemm.core.config import Config
-from tune_gemm.space.rules import (
+from tune_gemm.core.geometry import (
     next_power_of_two as bucket,  # a size's bucket: the smallest power of two >= it
 )
 

@@ -6,20 +6,20 @@ import itertools
 from dataclasses import dataclass, fields, replace
 
 from tune_gemm.core.config import (
-    ATOMIC_REDUCE,
     CLUSTER_SIZES,
-    FUSED_EDGE,
     HOPPER_KNOBS,
-    SPLIT_EDGE,
-    SPLIT_TAIL,
     SWITCHES,
     Config,
+    FusedReduce,
+    NarrowEdge,
+    StreamK,
     check_field,
-    is_tile_side,
+    field_value,
     largest_switch_value,
     minimum_value,
     switch_values,
 )
+from tune_gemm.core.geometry import is_tile_side
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class RangeSpace:
     num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
     num_ctas: tuple[int, ...] = (1,)  # CTAs per program (thread-block cluster), in either kernel family
     static_shape: tuple[int, ...] = (0,)  # 1: sizes and strides as compile-time constants (plain family)
-    fused_reduce: tuple[int, ...] = (0,)  # 1, ATOMIC_REDUCE: split-K partials summed inside the GEMM
+    fused_reduce: tuple[int, ...] = (0,)  # SLOTS, ATOMIC: split-K partials summed inside the GEMM
     # AMD-only knobs: (None,) means not set, as on NVIDIA
     waves_per_eu: tuple[int | None, ...] = (None,)
     matrix_instr_nonkdim: tuple[int | None, ...] = (None,)
@@ -59,13 +59,13 @@ class RangeSpace:
 
     def _ranges(self) -> dict[str, tuple]:
         """Config field -> values, for every field but the kernel-family knobs (of this product alone)."""
-        return {_CONFIG_FIELD[f.name]: getattr(self, f.name) for f in fields(self)
-                if f.name not in _FAMILY_FIELDS and f.name != "also"}
+        return {(field := _CONFIG_FIELD[f.name]): tuple(field_value(field, value) for value in getattr(self, f.name))
+                for f in fields(self) if f.name not in _FAMILY_FIELDS and f.name != "also"}
 
     def families(self) -> list[dict[str, int]]:
         """Kernel-family knob settings: the knobs after PERSISTENT_TMA exist only with it, and WARP_GROUPS (the last)
-        only alone with it, its kernel having none of the others."""
-        return [dict(zip(HOPPER_KNOBS, values))
+        only alone with it, its kernel having none of the others. A mode's values are its members."""
+        return [{knob: field_value(knob, value) for knob, value in zip(HOPPER_KNOBS, values)}
                 for values in itertools.product(*(getattr(self, field) for field in _FAMILY_FIELDS))
                 if (values[0] or not any(values[1:])) and not (values[-1] and any(values[1:-1]))]
 
@@ -116,11 +116,11 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # STATIC_SHAPE joins it too; the rules keep it only for launch-bound sizes, where it was measured to pay.
 # SWAP_AB joins it; the rules keep it only where C^T takes fewer tiles than C.
 # ALIGN_ROWS joins it; the rules keep it only where A's or B's rows are 16-byte aligned but off 128-byte lines.
-# NARROW_EDGE joins it, all three ways (1, FUSED_EDGE and SPLIT_EDGE); the rules keep it only where N leaves a last
-# column of tiles at least a quarter empty, and SPLIT_EDGE only where the edge tiles are few enough to split.
+# NARROW_EDGE joins it, all three ways (APART, FUSED and SPLIT); the rules keep it only where N leaves a last column of
+# tiles at least a quarter empty, and SPLIT only where the edge tiles are few enough to split.
 # Tile sides of 192 (128 + 64) join it, for the TMA family's compound tiles; the rules keep them only where such tiles
 # fill the SMs' waves enough better than the power-of-two tiles around them to make up for their cost.
-# FUSED_REDUCE joins it, both ways (1 and ATOMIC_REDUCE: each won at some shape on the H100, BENCHMARKS.md, nineteenth
+# FUSED_REDUCE joins it, both ways (SLOTS and ATOMIC: each won at some shape on the H100, BENCHMARKS.md, nineteenth
 # run); the rules keep it only for split-K configs, and in the TMA family every split-K config has it (the family has
 # no reduction kernel).
 # WARP_GROUPS joins it, with the 12 warps of its 192-row tiles (three consumer warp groups) and tiles 96 wide
@@ -146,12 +146,12 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 SMALL_ROW_SPACE = RangeSpace(block_m=(1, 2, 4, 8), block_n=(1, 2, 4, 8, 16, 32, 64, 128),
                              block_k=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096), num_warps=(1, 2, 4, 8, 32),
                              num_stages=(1, 2, 3),
-                             static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE))
+                             static_shape=(0, 1), fused_reduce=tuple(FusedReduce))
 FULL_SPACE = RangeSpace(block_m=COMPOUND_SIDES, block_n=COMPOUND_WIDTHS, num_warps=(1, 2, 4, 8, 12, 16),
                         warp_groups=(0, 1), persistent_tma=(0, 1), warp_specialize=(0, 1),
-                        epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=(0, 1, ATOMIC_REDUCE),
-                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=(0, 1, FUSED_EDGE, SPLIT_EDGE),
-                        stream_k=(0, SPLIT_TAIL), also=SMALL_ROW_SPACE)
+                        epilogue_subtile=(0, 1), static_shape=(0, 1), fused_reduce=tuple(FusedReduce),
+                        swap_ab=(0, 1), align_rows=(0, 1), narrow_edge=tuple(NarrowEdge),
+                        stream_k=(StreamK.OFF, StreamK.SPLIT_TAIL), also=SMALL_ROW_SPACE)
 # On AMD the ROCm script's knob ranges join the space, and the Hopper kernel family (with its compound tiles) leaves it,
 # as do STATIC_SHAPE, FUSED_REDUCE and the tiles shorter than an instruction until they are measured there (a space file
 # can ask for them).
@@ -169,22 +169,27 @@ def space_for(vendor: str) -> RangeSpace:
 
 def deterministic(space: RangeSpace) -> RangeSpace:
     """`space` without the configs whose C may differ in its last bits from launch to launch: those whose split-K
-    slices add their partials into a running sum in no set order (FUSED_REDUCE = ATOMIC_REDUCE), and those whose edge
-    tiles' K slices (NARROW_EDGE = SPLIT_EDGE) or last tiles' K slices (STREAM_K = SPLIT_TAIL) do."""
-    kept = tuple(value for value in space.fused_reduce if value != ATOMIC_REDUCE)
+    slices add their partials into a running sum in no set order (FusedReduce.ATOMIC), and those whose edge tiles' K
+    slices (NarrowEdge.SPLIT) or last tiles' K slices (StreamK.SPLIT_TAIL) do."""
+    kept = tuple(value for value in space.fused_reduce if value != FusedReduce.ATOMIC)
     if not kept:
-        raise ValueError(f"FUSED_REDUCE values {list(space.fused_reduce)} hold only atomic sums, which are not "
+        raise ValueError(f"FUSED_REDUCE values {_listed(space.fused_reduce)} hold only atomic sums, which are not "
                          "deterministic: add 0 or 1")
-    edges = tuple(value for value in space.narrow_edge if value != SPLIT_EDGE)
+    edges = tuple(value for value in space.narrow_edge if value != NarrowEdge.SPLIT)
     if not edges:
-        raise ValueError(f"NARROW_EDGE values {list(space.narrow_edge)} hold only split edges, which sum atomically "
+        raise ValueError(f"NARROW_EDGE values {_listed(space.narrow_edge)} hold only split edges, which sum atomically "
                          "and are not deterministic: add 0, 1 or 2")
-    tails = tuple(value for value in space.stream_k if value != SPLIT_TAIL)
+    tails = tuple(value for value in space.stream_k if value != StreamK.SPLIT_TAIL)
     if not tails:
-        raise ValueError(f"STREAM_K values {list(space.stream_k)} hold only split tails, which sum atomically and are "
-                         "not deterministic: add 0 or 1")
+        raise ValueError(f"STREAM_K values {_listed(space.stream_k)} hold only split tails, which sum atomically and "
+                         "are not deterministic: add 0 or 1")
     also = None if space.also is None else deterministic(space.also)
     return replace(space, fused_reduce=kept, narrow_edge=edges, stream_k=tails, also=also)
+
+
+def _listed(values: tuple[int, ...]) -> list[int]:
+    """A space field's values as a message shows them: plain ints, a mode's members too."""
+    return [int(value) for value in values]
 
 
 _SPACE_KEYS = {
