@@ -53,7 +53,6 @@ from tune_gemm.search.progress import stages_for
 from tune_gemm.search.search import SEARCHES
 from tune_gemm.search.settings import TuneSettings, config_timeout_for
 from tune_gemm.space.ranges import RangeSpace, deterministic
-from tune_gemm.space.space_file import read_space
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,6 +162,8 @@ def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeReque
 
 
 def _space(path: Path | None, vendor: str, bitwise_repeatable: bool) -> RangeSpace:
+    from tune_gemm.space.space_file import read_space  # and YAML's parser: not needed before the device is known
+
     space = read_space(path, vendor)
     try:
         return deterministic(space) if bitwise_repeatable else space
