@@ -32,7 +32,7 @@ from tune_gemm.files.results import (
 )
 from tune_gemm.files.rocm_files import vendor_note
 from tune_gemm.files.sizes import SizeRequest, check_fits, check_size, load_sizes
-from tune_gemm.measure import PROFILERS, choose_profiler, run_knobs
+from tune_gemm.measure import CHOICES, choose_profiler, run_knobs
 from tune_gemm.measure.postprocess import STATISTICS
 from tune_gemm.outputs.console import print_outcome, time_breakdown
 from tune_gemm.outputs.outputs import (
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "no more configs and pick from those timed")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bars, one line per stage (also when the output is not a terminal)")
-    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
+    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(CHOICES)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
     parser.add_argument("--iters", type=int, default=20, help="timed launches per config (after warm-up)")
     parser.add_argument("--warmup", type=int,
                         help=f"warm-up launches per config, dropped (default {run_knobs.DEFAULT_WARMUP})")

@@ -166,14 +166,6 @@ def parse_ncu_csv(path: Path | str) -> list[KernelTiming]:
     return _timings(durations["Kernel Name"], ids, pd.Series(values, index=durations.index))
 
 
-PARSERS: dict[str, Callable[[Path | str], list[KernelTiming]]] = {
-    "rocprof": parse_rocprof_stats,
-    "rocprofv3": parse_rocprofv3_kernel_trace,
-    "nsys": parse_nsys_gpu_trace,
-    "ncu": parse_ncu_csv,
-}
-
-
 # --- helpers ------------------------------------------------------------------------------------------------------
 
 
