@@ -1,4 +1,4 @@
-"""External profilers (ncu, nsys, rocprof): the child runs under them and their own files are parsed.
+"""External profilers (ncu, nsys, rocprof, rocprofv3): the child runs under them and their own files are parsed.
 
 The child only launches (timer "launch"); the profiler's output is parsed by tune_gemm.measure.formats and
 attributed to configs by kernel name. torch.matmul's kernels (whatever the vendor BLAS calls
@@ -79,20 +79,13 @@ class ExternalProfiler:
     name: str  # --profiler value and results-file spelling
     executable: str
     vendor: str  # nvidia or amd
-    command: Callable[[list[str], Path], list[str]]  # the child's command under it, its files named after a path
-    trace: Callable[[Path], Path | None]  # the CSV of kernel records a run with that path left (None: none)
+    # wrap(command, output): `command` run under it, its raw output going to files named after `output`
+    wrap: Callable[[list[str], Path], list[str]]
+    trace_csv: Callable[[Path], Path | None]  # the CSV of kernel records a run with `output` left (None: none)
     parse: Callable[[Path | str], list[KernelTiming]]  # that CSV's rows, in launch order
 
     def installed(self) -> bool:
         return shutil.which(self.executable) is not None
-
-    def wrap(self, command: list[str], output: Path) -> list[str]:
-        """`command` run under this profiler, its raw output going to files named after `output`."""
-        return self.command(command, output)
-
-    def trace_csv(self, output: Path) -> Path | None:
-        """The CSV of kernel records that a run with `output` left (None when it left none)."""
-        return self.trace(output)
 
     def kernel_rows(self, output: Path) -> list[KernelTiming] | None:
         """Schema rows of the run with `output`: its kernel records attributed to configs and the baseline (None
