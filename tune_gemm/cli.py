@@ -32,7 +32,7 @@ from tune_gemm.files.results import (
 )
 from tune_gemm.files.rocm_files import vendor_note
 from tune_gemm.files.sizes import SizeRequest, check_fits, check_size, load_sizes
-from tune_gemm.measure import PROFILERS, choose_profiler, run_knobs
+from tune_gemm.measure import CHOICES, choose_profiler, run_knobs
 from tune_gemm.measure.postprocess import STATISTICS
 from tune_gemm.outputs.console import print_outcome, time_breakdown
 from tune_gemm.outputs.outputs import (
@@ -53,7 +53,6 @@ from tune_gemm.search.progress import stages_for
 from tune_gemm.search.search import SEARCHES
 from tune_gemm.search.settings import TuneSettings, config_timeout_for
 from tune_gemm.space.ranges import RangeSpace, deterministic
-from tune_gemm.space.space_file import read_space
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "no more configs and pick from those timed")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bars, one line per stage (also when the output is not a terminal)")
-    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(PROFILERS)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
+    parser.add_argument("--profiler", default="auto", help=f"timer: {', '.join(CHOICES)} (auto: cupti on NVIDIA, rocprof on AMD if installed)")
     parser.add_argument("--iters", type=int, default=20, help="timed launches per config (after warm-up)")
     parser.add_argument("--warmup", type=int,
                         help=f"warm-up launches per config, dropped (default {run_knobs.DEFAULT_WARMUP})")
@@ -163,6 +162,8 @@ def _requests(args: argparse.Namespace, defaults: GemmProblem) -> list[SizeReque
 
 
 def _space(path: Path | None, vendor: str, bitwise_repeatable: bool) -> RangeSpace:
+    from tune_gemm.space.space_file import read_space  # and YAML's parser: not needed before the device is known
+
     space = read_space(path, vendor)
     try:
         return deterministic(space) if bitwise_repeatable else space

@@ -54,6 +54,20 @@ def test_commands(name, expected):
     assert PROFILERS[name].wrap(["python", "-m", "x"], Path("/w/ncu_0.out")) == expected
 
 
+def test_traces_are_found_where_each_tool_writes_them(tmp_path):
+    output = tmp_path / "run_0.out"
+    assert all(tool.trace_csv(output) is None and tool.kernel_rows(output) is None for tool in PROFILERS.values())
+    beside = output.with_suffix(".csv")
+    beside.write_text("KernelName,BeginNs,EndNs\n" f"{A},100,110\n")
+    assert PROFILERS["ncu"].trace_csv(output) == beside and PROFILERS["rocprof"].trace_csv(output) == beside
+    assert PROFILERS["rocprof"].kernel_rows(output) == [KernelTiming(A, 0, 10.0)]
+    nested = tmp_path / "host" / "1234" / "run_0_kernel_trace.csv"  # rocprofv3 adds folders of its own
+    nested.parent.mkdir(parents=True)
+    nested.write_text("Kernel_Name,Start_Timestamp,End_Timestamp\n" f"{B},5,25\n")
+    assert PROFILERS["rocprofv3"].trace_csv(output) == nested
+    assert PROFILERS["rocprofv3"].kernel_rows(output) == [KernelTiming(B, 0, 20.0)]
+
+
 # Stands in for ncu: runs the command, then writes the CSV ncu would, with made-up durations (ns):
 # BLOCK_SIZE_M * 100 + BLOCK_SIZE_N per launch of each config the child finished, and 5000 for the BLAS.
 FAKE_NCU = textwrap.dedent('''\

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from tune_gemm.generate.naming import config_of_kernel
+from tune_gemm.measure.external import PROFILERS as EXTERNAL
 from tune_gemm.measure.formats import (
-    PARSERS,
     normalize_kernel_name,
     parse_ncu_csv,
     parse_nsys_gpu_trace,
@@ -298,9 +298,10 @@ def test_kernel_named_like_a_missing_value_stays_a_name(tmp_path):
     assert [row.kernel_name for row in parse_nsys_gpu_trace(write(tmp_path, text))] == ["NA", "None"]
 
 
-def test_parsers_table():
-    assert PARSERS == {"rocprof": parse_rocprof_stats, "rocprofv3": parse_rocprofv3_kernel_trace,
-                       "nsys": parse_nsys_gpu_trace, "ncu": parse_ncu_csv}
+def test_each_external_profiler_has_its_parser():
+    assert {name: tool.parse for name, tool in EXTERNAL.items()} == {
+        "rocprof": parse_rocprof_stats, "rocprofv3": parse_rocprofv3_kernel_trace, "nsys": parse_nsys_gpu_trace,
+        "ncu": parse_ncu_csv}
 
 
 # --- normalize_kernel_name --------------------------------------------------------------------------------------

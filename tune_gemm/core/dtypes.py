@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
-
-import torch
 
 from tune_gemm.core.errors import UserError
 
 if TYPE_CHECKING:  # an annotation only: importing prune here would import tune_gemm.core.problem, which needs this module
+    import torch
+
     from tune_gemm.core.device import DeviceProfile
 
 
 @dataclass(frozen=True)
 class DType:
     name: str  # spelling on the command line and in results files (ROCm script's names)
-    torch_dtype: torch.dtype
+    torch_name: str  # the torch dtype's attribute name, e.g. "float16": torch is imported when it is first asked for
     bytes: int
     # Relative-norm error allowed against a float64 reference when this type is an input (see DTYPES).
     tolerance: float
     kind: str = "float"  # "float"; "fp8": per-tensor scales in the epilogue; "int": integer dot, int32 output
+
+    @cached_property
+    def torch_dtype(self) -> torch.dtype:
+        """The torch dtype, e.g. torch.float16 (the command line parses names without importing torch)."""
+        import torch
+
+        return getattr(torch, self.torch_name)
 
     @property
     def scaled(self) -> bool:
@@ -40,13 +48,13 @@ class DType:
 # bf8 and fp8 are the ROCm script's names for OCP float8_e5m2 and float8_e4m3fn (NVIDIA sm_89+, AMD gfx950);
 # AMD MI300 (gfx942) has only the fnuz variants, which are not mapped here.
 DTYPES: dict[str, DType] = {
-    "fp16": DType("fp16", torch.float16, 2, 1e-2),
-    "bf16": DType("bf16", torch.bfloat16, 2, 2e-2),
-    "fp32": DType("fp32", torch.float32, 4, 5e-3),
-    "fp8": DType("fp8", torch.float8_e4m3fn, 1, 2e-2, kind="fp8"),
-    "bf8": DType("bf8", torch.float8_e5m2, 1, 2e-2, kind="fp8"),
-    "int8": DType("int8", torch.int8, 1, 0.0, kind="int"),
-    "int32": DType("int32", torch.int32, 4, 0.0, kind="int"),  # output of int8 inputs only
+    "fp16": DType("fp16", "float16", 2, 1e-2),
+    "bf16": DType("bf16", "bfloat16", 2, 2e-2),
+    "fp32": DType("fp32", "float32", 4, 5e-3),
+    "fp8": DType("fp8", "float8_e4m3fn", 1, 2e-2, kind="fp8"),
+    "bf8": DType("bf8", "float8_e5m2", 1, 2e-2, kind="fp8"),
+    "int8": DType("int8", "int8", 1, 0.0, kind="int"),
+    "int32": DType("int32", "int32", 4, 0.0, kind="int"),  # output of int8 inputs only
 }
 
 # Other spellings accepted on input; results files always get the names above.

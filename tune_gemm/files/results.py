@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from tune_gemm.core.config import Config
 from tune_gemm.core.errors import UserError
 from tune_gemm.core.problem import GemmProblem
@@ -105,6 +103,8 @@ def read_entries(path: Path) -> list[dict]:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"results file {path} cannot be read: {error.__class__.__name__}") from None
+    import yaml
+
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -118,6 +118,8 @@ def read_entries(path: Path) -> list[dict]:
 
 def dump_entries(entries: list[dict]) -> str:
     """One flow-style line per entry, as the ROCm script writes them."""
+    import yaml
+
     return "".join(yaml.safe_dump([entry], default_flow_style=None, sort_keys=False, width=10_000)
                    for entry in entries)
 

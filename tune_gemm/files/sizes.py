@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from tune_gemm.core.config import Config
 from tune_gemm.core.dtypes import DType, check_combination, dtype_named
 from tune_gemm.core.errors import UserError
@@ -125,6 +123,8 @@ def load_sizes(path: Path, defaults: GemmProblem) -> list[SizeRequest]:
         raise UserError(f"sizes file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"sizes file {path} cannot be read: {error.__class__.__name__}") from None
+    import yaml  # here, not at the top: a missing file is reported before any parser loads
+
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:

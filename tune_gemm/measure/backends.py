@@ -80,12 +80,17 @@ class Session:
         self.rows[subject] = self._timer.measure(subject, launch, count, flush)
 
 
-class _Timer:
+class Timer:
+    """Measures launches in the child; `name` is what a job names it by (TIMERS)."""
+
+    name: str
+    meaningful: bool  # False: host times under the interpreter
+
     def session(self) -> Session:
         return Session(self)
 
 
-class EventsTimer(_Timer):
+class EventsTimer(Timer):
     name = "events"
     meaningful = True
 
@@ -178,7 +183,7 @@ def split_launches(kernels: list[tuple[str, float]], launched: list[tuple[str, i
     return rows
 
 
-class CuptiTimer(_Timer):
+class CuptiTimer(Timer):
     name = "cupti"
     meaningful = True
 
@@ -191,7 +196,7 @@ class CuptiTimer(_Timer):
         return session.rows[subject]
 
 
-class HostTimer(_Timer):
+class HostTimer(Timer):
     name = "host"
     meaningful = False
 
@@ -205,7 +210,7 @@ class HostTimer(_Timer):
         return rows
 
 
-class LaunchOnly(_Timer):
+class LaunchOnly(Timer):
     """Under an external profiler: launch, and let the profiler do the timing."""
 
     name = "launch"

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a baseline is labelled or run: results files load without it
+    import torch
 
 MATMUL = "torch.matmul"
 MATMUL_TF32 = "torch.matmul (tf32)"
@@ -37,6 +39,8 @@ def _is_fp8(dtype: torch.dtype) -> bool:
 def _label(dtype_a: torch.dtype, M: int, N: int, K: int, a_rows_unit: bool, b_columns_unit: bool) -> str:
     """Which baseline runs on inputs of this dtype and shape; `a_rows_unit`: A's elements along K are adjacent
     (A.stride(1) == 1), `b_columns_unit`: B's are (B.stride(0) == 1), as torch._scaled_mm wants them."""
+    import torch
+
     if _is_fp8(dtype_a):
         fits = a_rows_unit and b_columns_unit and K % 16 == 0 and N % 16 == 0 and dtype_a != torch.float8_e5m2
         return SCALED_MM if fits else FP8_DEQUANTIZED
@@ -50,6 +54,8 @@ def peer_precision(dtype: torch.dtype) -> Iterator[None]:
     """fp32 matmuls may run as TF32 inside (torch's "high" precision) where the inputs are fp32, as the configs'
     tl.dot runs them; the precision in force before is restored on leaving. Peers compiled inside (max-autotune)
     must run inside too: Dynamo guards on that setting."""
+    import torch
+
     if dtype != torch.float32:
         yield
         return
@@ -74,6 +80,8 @@ def _add_bias(c: torch.Tensor, bias: torch.Tensor | None) -> None:
 
 
 def _dense(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None) -> None:
+    import torch
+
     if out.dtype != a.dtype:  # fp16/bf16 into fp32: cuBLAS writes the wider C itself (aten mm.dtype; CUDA only)
         torch.mm(a, b, out_dtype=out.dtype, out=out)
         _add_bias(out, bias)
@@ -86,6 +94,8 @@ def _dense(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tens
 
 def _prepared(label: str, operands: tuple) -> Callable[[], None]:
     """The call timed on one operand set (the generated module's make_operands tuple)."""
+    import torch
+
     a, b, c, *extra = operands
     bias = extra[0] if extra else None
     if label in (MATMUL, MATMUL_TF32):

@@ -23,10 +23,12 @@ import io
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tune_gemm.measure.schema import KernelTiming
+
+if TYPE_CHECKING:  # pandas is imported where a trace is parsed: the command line starts without it
+    import pandas as pd
 
 NCU_DURATION_METRIC = "gpu__time_duration.sum"
 ROCPROF_COLUMNS = ("KernelName", "BeginNs", "EndNs")  # name, begin, end: _parse_begin_end order
@@ -146,6 +148,8 @@ def parse_ncu_csv(path: Path | str) -> list[KernelTiming]:
     table, so lines before the header and every `==` line are skipped. Launch order is "ID": ncu
     serializes and replays each kernel, so the file has no start times worth ordering by.
     """
+    import pandas as pd
+
     frame = _read_table(path, _has_columns(NCU_COLUMNS))
     if frame is None:
         return []
@@ -162,14 +166,6 @@ def parse_ncu_csv(path: Path | str) -> list[KernelTiming]:
     return _timings(durations["Kernel Name"], ids, pd.Series(values, index=durations.index))
 
 
-PARSERS: dict[str, Callable[[Path | str], list[KernelTiming]]] = {
-    "rocprof": parse_rocprof_stats,
-    "rocprofv3": parse_rocprofv3_kernel_trace,
-    "nsys": parse_nsys_gpu_trace,
-    "ncu": parse_ncu_csv,
-}
-
-
 # --- helpers ------------------------------------------------------------------------------------------------------
 
 
@@ -181,6 +177,8 @@ def _read_table(path: Path | str, is_header: Callable[[list[str]], bool]) -> pd.
     file of another format fails the caller's column check with the columns it lacks named. None
     when nothing is left. Cells stay text so that kernel names like "NA" are not read as missing.
     """
+    import pandas as pd
+
     lines = [line for line in Path(path).read_text().splitlines()
              if line.strip() and not line.lstrip().startswith("==")]
     if not lines:
@@ -207,6 +205,8 @@ def _require(frame: pd.DataFrame, path: Path | str, what: str, columns: Iterable
 
 
 def _numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:
+    import pandas as pd
+
     cleaned = column.astype(str).str.strip()
     numbers = pd.to_numeric(cleaned, errors="coerce")
     bad = cleaned[numbers.isna()]
@@ -217,6 +217,8 @@ def _numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:
 
 def _timings(names: pd.Series, start: pd.Series, duration: pd.Series) -> list[KernelTiming]:
     """Rows in start order (ties keep file order), each numbered among launches of its normalized name."""
+    import pandas as pd
+
     frame = pd.DataFrame({"name": names.map(normalize_kernel_name).to_numpy(),
                           "start": start.to_numpy(), "duration": duration.to_numpy()})
     frame = frame.sort_values("start", kind="stable")

@@ -9,11 +9,13 @@ more; then they are how the config runs, and all of them count.
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tune_gemm.generate.naming import config_of_kernel
 from tune_gemm.measure.schema import BASELINE_NAME, COLUMNS
+
+if TYPE_CHECKING:  # pandas is imported where timings are read: the command line parses without it
+    import pandas as pd
 
 STATISTICS = ("median", "last")
 
@@ -27,6 +29,8 @@ def _subject(kernel_name: str) -> str | None:
 
 def load_timings(path: Path) -> pd.DataFrame:
     """The CSV as a DataFrame; an empty frame with the schema's columns when there is no row."""
+    import pandas as pd
+
     if not Path(path).exists() or Path(path).stat().st_size == 0:
         return pd.DataFrame(columns=list(COLUMNS))
     frame = pd.read_csv(path)
@@ -41,6 +45,8 @@ def summarize(frame: pd.DataFrame, warmup: int, statistic: str = "median") -> pd
 
     statistic: "median" of the timed launches, or "last" (the seed's choice: the last launch's time).
     """
+    import pandas as pd
+
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}")
     frame = frame.assign(subject=frame["kernel_name"].map(_subject)).dropna(subset=["subject"])

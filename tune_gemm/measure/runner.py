@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tune_gemm.measure.child_timeline import LAUNCHED_ENV, TIMELINE_PREFIX
-from tune_gemm.measure.external import ExternalProfiler, attribute
-from tune_gemm.measure.formats import PARSERS
+from tune_gemm.measure.external import ExternalProfiler
 from tune_gemm.measure.job import ChildJob
 from tune_gemm.measure.schema import BASELINE_NAME, append_rows
 from tune_gemm.measure.standby import STANDBY, StandbyChild, standby_key
@@ -272,12 +271,8 @@ def run_child(job: ChildJob, workdir: Path, interpret: bool, config_timeout: flo
     if job.check_configs and Path(job.check_path).exists():
         outcome.errors = json.loads(Path(job.check_path).read_text())
     if profiler is not None:
-        _collect_traces(profiler, traces, Path(job.csv_path))
+        for trace in traces:
+            rows = profiler.kernel_rows(trace)
+            if rows is not None:  # a run that left no trace adds nothing
+                append_rows(Path(job.csv_path), rows)
     return outcome
-
-
-def _collect_traces(profiler: ExternalProfiler, traces: list[Path], csv_path: Path) -> None:
-    for trace in traces:
-        path = profiler.trace_csv(trace)
-        if path is not None:
-            append_rows(csv_path, attribute(PARSERS[profiler.parser](path)))

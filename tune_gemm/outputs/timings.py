@@ -4,13 +4,15 @@ the report shows how much tuning mattered, also when it is written later from th
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tune_gemm.core.errors import UserError
 from tune_gemm.core.problem import GemmProblem
 from tune_gemm.outputs.files import write_text
 from tune_gemm.runtime.table import TunedEntry
+
+if TYPE_CHECKING:  # pandas is imported where timings are read: the command line parses without it
+    import pandas as pd
 
 TIMINGS_DIR = "timings"
 
@@ -29,6 +31,8 @@ def save_timings(directory: Path, problem: GemmProblem, timings: pd.DataFrame) -
 def load_timings(directory: Path, entry: TunedEntry) -> pd.DataFrame | None:
     """The timings kept for this entry's size, fastest first; None when there are none, or when they come from
     another run than the entry's (its winner is not among them: the size was tuned again elsewhere)."""
+    import pandas as pd
+
     path = timings_path(directory, entry.problem)
     if not path.is_file():
         return None

@@ -11,8 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tune_gemm.compile.pool import CompileOutcome, compile_all
 from tune_gemm.core.config import Config
@@ -28,6 +27,9 @@ from tune_gemm.measure.runner import ChildFailed, ChildOutcome, run_child
 from tune_gemm.measure.schema import BASELINE_NAME
 from tune_gemm.run.chunks import Chunk
 from tune_gemm.run.start_up import helpers_ready
+
+if TYPE_CHECKING:  # annotations only: the command line parses without pandas
+    import pandas as pd
 from tune_gemm.search.checkpoint import Checkpoint
 from tune_gemm.search.order import visiting_order
 from tune_gemm.search.progress import Stages
