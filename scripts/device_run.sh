@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device-machine call: GPU tests, then full-space tuning of the closing-note sizes and the benchmark.
 # Usage (device tool, carry .whl): bash scripts/device_run.sh tests [FILES] | breakdown M N K CONFIG... |
-#   sizes SIZES_FILE [TUNER ARGS] | search SIZES_FILE [BENCH_SEARCH ARGS] | bench RESULTS_FILE | tune
+#   sizes SIZES_FILE [TUNER ARGS] | search SIZES_FILE [BENCH_SEARCH ARGS] | bench RESULTS_FILE [BEFORE_FILE] | tune
 # tests: FILES are test files only; TEST_K="expression" passes `-k expression` to each file's pytest, TEST_ARGS
 #   other options (e.g. "-n 6" with pytest-xdist's wheel in .whl: compile-bound files in parallel workers; not the
 #   files that tune or time, whose tuners would share the GPU: runtime, tuning, search, interleaved, run_knobs, ...).
@@ -61,7 +61,8 @@ if [ "$mode" = search ]; then
 fi
 if [ "$mode" = bench ]; then
   # the budget leaves sizes out before the call's limit cuts one (and the table and chart with it)
-  bounded python3 benchmarks/bench_gemm.py "$1" --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" \
+  # a second file, when given, is an earlier tuning of the same shapes timed beside each entry (--before)
+  bounded python3 benchmarks/bench_gemm.py "$1" ${2:+--before "$2"} --csv "$FINAL/bench.csv" --png "$FINAL/bench.png" \
     --time_budget $(( ${RUN_SECONDS:-560} - 20 )) 2>&1 \
     | tee "$OUT/bench.log" | grep -v Warning | tail -16
 fi
