@@ -19,6 +19,7 @@ from tune_gemm.generate import write_module
 from tune_gemm.generate.loader import load_module
 from tune_gemm.kernels import bound as kernels
 from tune_gemm.kernels import matmul_family
+from tune_gemm.kernels import matmul_family as family
 
 
 @triton.jit
@@ -90,7 +91,7 @@ def test_tiles_shorter_than_an_instruction_match_float64(tmp_path, interpreter_e
     p = replace(problem(M, N, K, dtype, col_b=col_b, dtype_c=dtype_c), bias=bias and dtype != "int8")
     module = load_module(write_module(p, SHORT_TILES, tmp_path))
     for name, launcher in module.LAUNCHERS.items():
-        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=5)
+        error = family.check_config(launcher, module.PROBLEM, "cpu", seed=5)
         assert error <= p.dtype_a.tolerance, (name, error)
 
 
@@ -160,7 +161,7 @@ def test_replayed_plain_launches_match_float64(tmp_path, interpreter_env, monkey
     names = [kernel_name(config), *([reduce_kernel_name(config)] if config.reduction_kernel else [])]
     kernels = replaying(monkeypatch, module, *names)
     for seed in range(3):  # new matrices each call, C poisoned
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
         assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
     assert [(kernel.launched, kernel.replayed) for kernel in kernels.values()] == [(1, 2)] * len(names)
 

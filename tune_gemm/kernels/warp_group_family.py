@@ -7,10 +7,9 @@
 # 320 = 256 + 64 and 384 = 256 + 128, wider than any other kernel's tile) and stores them through
 # TMA. Triton's own compiler splits every part of a compound tile between all the warp groups, and
 # the 64-row parts then run as matrix instructions 32 or 64 columns wide; here every instruction is
-# as wide as its part. The generator copies this source after the TMA family into generated modules
-# that hold WARP_GROUPS configs.
+# as wide as its part. Generated modules that hold WARP_GROUPS configs import it (Gluon needs a Triton
+# that has it).
 # ---------------------------------------------------------------------------------------------
-# family-imports-begin (the generator drops these lines: the families above define the names)
 import torch
 import triton
 from triton.experimental import gluon
@@ -26,23 +25,18 @@ from triton.experimental.gluon.nvidia.hopper import (
     TensorDescriptor as GluonTensorDescriptor,
 )
 
-from tune_gemm.kernels.matmul_family import (
-    INTERPRETED,
-    TileConfig,
+from tune_gemm.kernels.matmul_family.device import INTERPRETED
+from tune_gemm.kernels.matmul_family.host import loaded_resources
+from tune_gemm.kernels.matmul_family.replay import (
     capture,
-    loaded_resources,
     remember,
     replay_key,
     replay_of,
 )
-from tune_gemm.kernels.tma_family import (
-    block_parts,
-    is_column_major,
-    persistent_grid,
-    rebased,
-)
-
-# family-imports-end
+from tune_gemm.kernels.matmul_family.specs import TileConfig
+from tune_gemm.kernels.tma_family.copies import is_column_major
+from tune_gemm.kernels.tma_family.operands import rebased
+from tune_gemm.kernels.tma_family.slicing import persistent_grid, tile_side_parts
 
 GROUP_ROWS = gl.constexpr(64)  # rows of C one consumer warp group computes: the warpgroup MMA's M
 # Registers a thread of a consumer warp group may hold (setmaxnreg) where there are three: its accumulators take 96 at
@@ -79,7 +73,7 @@ def warp_group_gemm(a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K,
     """C = A @ B (+ a bias per row of C) by a persistent grid: program p computes tiles p, p + P, p + 2P, ...
 
     A tile is BLOCK_SIZE_M (64 per consumer warp group: 128, 192 or 256) by the widths of b_desc's and b_right's
-    blocks, its left and right column parts (block_parts: 192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32,
+    blocks, its left and right column parts (tile_side_parts: 192 = 128 + 64, 160 = 128 + 32, 96 = 64 + 32,
     320 = 256 + 64, 384 = 256 + 128). A is row-major; B is read through b_desc and b_right either as it is, blocks
     of [BLOCK_K, part], or, column-major, through its transpose, blocks of [part, BLOCK_K]. c_desc and c_right store
     a warp group's 64 rows of the two parts. Reads past the edges return zeros, stores past them are dropped, so M, N
@@ -243,7 +237,7 @@ def warp_group_operands(config: TileConfig, a, b_read, c, b_col: bool) -> tuple:
     """The kernel's five descriptors: A's, B's left and right parts', C's left and right parts'. A and C are row-major;
     b_read is B itself, or with b_col a column-major B's (row-major) transpose, read in K-major blocks. The launch
     passes the real matrices, the compile-ahead mock ones, so that both specialize the kernel alike."""
-    left, right = block_parts(config.BLOCK_SIZE_N)
+    left, right = tile_side_parts(config.BLOCK_SIZE_N)
     bk = config.BLOCK_SIZE_K
 
     def b_block(cols):
