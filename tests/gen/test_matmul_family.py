@@ -136,7 +136,7 @@ def test_no_replay_where_a_later_parameter_would_come_from_the_call_or_nothing_w
 
 
 def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
-    monkeypatch.setattr(matmul_family, "REPLAYS_PER_KERNEL", 2)
+    monkeypatch.setattr(matmul_family.replay, "REPLAYS_PER_KERNEL", 2)
     kernel, other = SimpleNamespace(), SimpleNamespace()
     replays = matmul_family.replays_of(kernel)
     assert matmul_family.replays_of(kernel) is replays and matmul_family.replays_of(other) is not replays
@@ -169,14 +169,14 @@ def test_replayed_plain_launches_match_float64(tmp_path, interpreter_env, monkey
 def test_launches_are_keyed_by_their_configs_and_signature_where_they_are_replayed(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     config, variant, a = SimpleNamespace(), SimpleNamespace(), torch.randn(8, 8)
-    monkeypatch.setattr(matmul_family, "REPLAY_LAUNCHES", True)
+    monkeypatch.setattr(matmul_family.replay, "REPLAY_LAUNCHES", True)
     key = matmul_family.replay_key((config, variant), a, None)
     assert key == (id(config), id(variant), matmul_family.call_signature(a, None))
     kernel = SimpleNamespace()
     assert matmul_family.replay_of(kernel, key) is None
     matmul_family.remember(kernel, key, "replay")
     assert matmul_family.replay_of(kernel, key) == "replay"
-    monkeypatch.setattr(matmul_family, "REPLAY_LAUNCHES", False)
+    monkeypatch.setattr(matmul_family.replay, "REPLAY_LAUNCHES", False)
     assert matmul_family.replay_key((config, variant), a, None) is None
     assert matmul_family.replay_of(kernel, None) is None
 
