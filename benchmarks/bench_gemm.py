@@ -49,6 +49,7 @@ from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 from tune_gemm.core.problem import GemmProblem  # noqa: E402
 from tune_gemm.files.sizes import SizeRequest  # noqa: E402
 from tune_gemm.generate import write_module  # noqa: E402
+from tune_gemm.kernels import matmul_family as family  # noqa: E402
 from tune_gemm.measure.baselines import (  # noqa: E402
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
@@ -117,7 +118,7 @@ def best_tutorial(module, problem: GemmProblem, operands) -> tuple:
     for config in TUTORIAL_CONFIGS:
         launcher = module.LAUNCHERS[str(config)]
         try:
-            error = module.check_config(launcher, module.PROBLEM, "cuda")
+            error = family.check_config(launcher, module.PROBLEM, "cuda")
         except triton.runtime.errors.OutOfResources:  # e.g. fp32 tiles past shared memory: autotune skips them too
             continue
         if error > problem.dtype_a.tolerance:
@@ -155,9 +156,9 @@ def entry_columns(problem: GemmProblem, config, workdir: Path) -> EntryColumns:
     """The tune_gemm, cuBLAS and max-autotune calls of one entry, on the same inputs; the recorded config is
     checked against float64 first (max-autotune autotunes here, outside any timing)."""
     module = _load(write_module(problem, [config, *(c for c in TUTORIAL_CONFIGS if c != config)], workdir))
-    operands = module.make_operands(module.PROBLEM, "cuda")
+    operands = family.make_operands(module.PROBLEM, "cuda")
     launcher = module.LAUNCHERS[str(config)]
-    error = module.check_config(launcher, module.PROBLEM, "cuda")
+    error = family.check_config(launcher, module.PROBLEM, "cuda")
     if error > problem.dtype_a.tolerance:
         raise SystemExit(f"{problem.label} {config}: relative error {error:.2e}, not benchmarking a wrong kernel")
     baseline = baseline_for([operands])
