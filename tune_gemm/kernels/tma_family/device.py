@@ -252,8 +252,9 @@ def compound_tile(a_desc, a_lower, b_desc, b_right, c, c_right, c_lower, c_corne
     due to non wgmma instructions defining accumulator registers"): 88.6-89.3 us. The parts are issued as narrower
     matrix instructions (64 and 32 columns at 192x192, with 8 warps), which keep the tensor pipe less busy than a
     whole tile's: 71.8% against cuBLAS's 82.6% at 3072x1536x4096, both 128 CTAs fed the same bytes from L2
-    (BENCHMARKS.md, twenty-fifth run). The warp-group family (WARP_GROUPS, tune_gemm/kernels/warp_group_family.py) computes such
-    tiles with a warp group per 64 rows and instructions as wide as each part: 56.0 us there (twenty-sixth run)."""
+    (BENCHMARKS.md, twenty-fifth run). The warp-group family (WARP_GROUPS, tune_gemm.kernels.warp_group_family)
+    computes such tiles with a warp group per 64 rows and instructions as wide as each part: 56.0 us there
+    (twenty-sixth run)."""
     acc = tl.zeros((MAIN_M, MAIN_N), dtype=acc_dtype)
     if EXTRA_N:
         acc_right = tl.zeros((MAIN_M, EXTRA_N), dtype=acc_dtype)
