@@ -54,6 +54,7 @@ from script_edges import recorded_winners, require_gpu, run_script  # noqa: E402
 from tune_gemm.core.problem import GemmProblem  # noqa: E402
 from tune_gemm.files.sizes import SizeRequest  # noqa: E402
 from tune_gemm.generate import write_module  # noqa: E402
+from tune_gemm.kernels import matmul_family as family  # noqa: E402
 from tune_gemm.measure.baselines import (  # noqa: E402
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
@@ -122,7 +123,7 @@ def best_tutorial(module, problem: GemmProblem, operands) -> tuple:
     for config in TUTORIAL_CONFIGS:
         launcher = module.LAUNCHERS[str(config)]
         try:
-            error = module.check_config(launcher, module.PROBLEM, "cuda")
+            error = family.check_config(launcher, module.PROBLEM, "cuda")
         except triton.runtime.errors.OutOfResources:  # e.g. fp32 tiles past shared memory: autotune skips them too
             continue
         if error > problem.dtype_a.tolerance:
@@ -160,7 +161,7 @@ class EntryColumns:
 def _checked_launcher(module, problem: GemmProblem, config):
     """The generated module's launcher of `config`, after its output matched float64 within the dtype's tolerance."""
     launcher = module.LAUNCHERS[str(config)]
-    error = module.check_config(launcher, module.PROBLEM, "cuda")
+    error = family.check_config(launcher, module.PROBLEM, "cuda")
     if error > problem.dtype_a.tolerance:
         raise SystemExit(f"{problem.label} {config}: relative error {error:.2e}, not benchmarking a wrong kernel")
     return launcher
@@ -173,7 +174,7 @@ def entry_columns(problem: GemmProblem, config, workdir: Path, before=None) -> E
     extra = [before] if before is not None and before != config else []
     configs = [config, *extra, *(c for c in TUTORIAL_CONFIGS if c not in (config, *extra))]
     module = _load(write_module(problem, configs, workdir))
-    operands = module.make_operands(module.PROBLEM, "cuda")
+    operands = family.make_operands(module.PROBLEM, "cuda")
     launcher = _checked_launcher(module, problem, config)
     baseline = baseline_for([operands])
     calls = {"tune_gemm": lambda: launcher(*operands), "cuBLAS": lambda: baseline(0)}

@@ -100,14 +100,17 @@ def descriptors_call(config, operands):
 
 
 def through_the_jit(module, call):
-    """`call` with the generated module's launches through Triton's JIT every time (its REPLAY_LAUNCHES off)."""
+    """`call` with the generated module's launches through Triton's JIT every time (the families' REPLAY_LAUNCHES
+    off)."""
+    from tune_gemm.kernels.matmul_family import replay
+
     def jit_call():
-        replaying = module.REPLAY_LAUNCHES
-        module.REPLAY_LAUNCHES = False
+        replaying = replay.REPLAY_LAUNCHES
+        replay.REPLAY_LAUNCHES = False
         try:
             return call()
         finally:
-            module.REPLAY_LAUNCHES = replaying
+            replay.REPLAY_LAUNCHES = replaying
     return jit_call
 
 

@@ -130,14 +130,43 @@ class _CompiledStandIn:
 
 
 def replaying(monkeypatch, module, *names: str) -> dict:
-    """Launches replayed in a generated module under the interpreter: its REPLAY_LAUNCHES on, the current device 0,
-    and each named kernel a ReplayingKernel (returned by name)."""
-    monkeypatch.setattr(module, "REPLAY_LAUNCHES", True)
-    monkeypatch.setattr(module.torch.cuda, "current_device", lambda: 0)
-    kernels = {name: ReplayingKernel(getattr(module, name)) for name in names}
-    for name, kernel in kernels.items():
-        monkeypatch.setattr(module, name, kernel)
+    """Launches replayed in a generated module under the interpreter: the families' REPLAY_LAUNCHES on, the current
+    device 0, and each named kernel a ReplayingKernel (returned by name), found in the generated module (a config's
+    kernel) or in the kernel family module that launches it (the TMA family's copy kernels)."""
+    from tune_gemm.kernels.matmul_family import replay
+    from tune_gemm.kernels.tma_family import copies
+
+    monkeypatch.setattr(replay, "REPLAY_LAUNCHES", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    kernels = {}
+    for name in names:
+        owner = module if hasattr(module, name) else copies
+        kernels[name] = ReplayingKernel(getattr(owner, name))
+        monkeypatch.setattr(owner, name, kernels[name])
     return kernels
+
+
+def fresh_kernel_families(monkeypatch) -> None:
+    """Forget the kernel family modules this process has imported, so that the next import (a generated module's)
+    decorates their kernels anew as TRITON_INTERPRET now says; the modules before come back after the test. A process
+    of the tuner runs in one mode; a test that turns the interpreter off for one module needs families to match."""
+    import sys
+
+    import tune_gemm.kernels
+
+    kernels = Path(tune_gemm.kernels.__file__).parent
+    names = ["tune_gemm.kernels.warp_group_family"]
+    for package in ("matmul_family", "tma_family"):
+        names += [f"tune_gemm.kernels.{package}", *(f"tune_gemm.kernels.{package}.{path.stem}"
+                                                     for path in (kernels / package).glob("*.py"))]
+    for name in names:
+        if name not in sys.modules:  # imported during the test: gone again after it
+            monkeypatch.setitem(sys.modules, name, None)
+        monkeypatch.delitem(sys.modules, name)
+    for family in ("matmul_family", "tma_family", "warp_group_family"):
+        if not hasattr(tune_gemm.kernels, family):
+            monkeypatch.setattr(tune_gemm.kernels, family, None, raising=False)
+        monkeypatch.delattr(tune_gemm.kernels, family)
 
 
 def spied(monkeypatch, module, config) -> KernelSpy:
@@ -152,8 +181,10 @@ def spied(monkeypatch, module, config) -> KernelSpy:
 def spied_check(monkeypatch, module, config, seed: int = 0) -> tuple:
     """(relative error, launch keyword arguments, grid) of `config`'s launcher in a generated module, checked on the
     CPU against float64 through a KernelSpy (one launch of its kernel)."""
+    from tune_gemm.kernels.matmul_family import check_config
+
     spy = spied(monkeypatch, module, config)
-    error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+    error = check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
     [(_, kwargs)] = spy.launches
     [grid] = spy.grids
     return error, kwargs, grid

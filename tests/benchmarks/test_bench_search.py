@@ -51,7 +51,7 @@ def test_each_search_is_compared_with_the_exhaustive_one_and_its_winners_recorde
 
 def test_a_search_cut_short_resumes_from_its_run_dir(tmp_path):
     command = _command(tmp_path, "exhaustive", "--run_dir", "runs")
-    checkpoint = tmp_path / "runs" / "323232" / "exhaustive" / "tune_gemm_work" / "checkpoints" / "323232.json"
+    checkpoint = tmp_path / "runs" / "32x32x32" / "exhaustive" / "tune_gemm_work" / "checkpoints" / "32x32x32.json"
     # the config searched last hangs in the first run, so that the kill lands with configs left to time
     configs = [f"BM{m}_BN16_BK16_GM1_SK1_nW1_nS{s}" for m in (16, 32) for s in (1, 2, 3)]
     stuck = {**os.environ, "TRITON_INTERPRET": "1", ENV_VAR: f"{visiting_order(configs)[-1]}=hang"}

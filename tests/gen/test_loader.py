@@ -5,11 +5,11 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from helpers import problem
+from helpers import fresh_kernel_families, problem
 
 from tune_gemm.core.config import Config
 from tune_gemm.generate import write_module
-from tune_gemm.generate.loader import load_module, pin_kernel_lines, settle_helper_keys
+from tune_gemm.generate.loader import helper_functions, load_module, pin_kernel_lines, settle_helper_keys
 from tune_gemm.generate.naming import kernel_name
 
 SHARED = Config.parse("BM32_BN32_BK32_GM1_SK1_nW4_nS2")
@@ -18,6 +18,7 @@ OTHERS = [Config.parse("BM16_BN16_BK16_GM1_SK1_nW1_nS1"), Config.parse("BM64_BN3
 
 @pytest.fixture
 def compiled_kernels(monkeypatch):
+    fresh_kernel_families(monkeypatch)  # the families a generated module imports decorated as it is, as JIT functions
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # JIT functions, as on a GPU (no GPU needed for keys)
 
 
@@ -49,7 +50,10 @@ def _update_hash_as_triton_3_6(finder, func):
     finder.hasher.update((func.cache_key + str(getattr(func, "noinline", False))).encode("utf-8"))
 
 
-def _keys_in_order(path, names: list[str], load) -> dict[str, str]:
+def _keys_in_order(monkeypatch, path, names: list[str], load) -> dict[str, str]:
+    """The kernels' keys asked for in this order by a process that loads `path` alone: the families its kernels call
+    imported anew, so that no key an earlier load computed is there yet."""
+    fresh_kernel_families(monkeypatch)
     module = load(path)
     return {name: getattr(module, name).cache_key for name in names}
 
@@ -71,16 +75,31 @@ def test_kernel_keys_do_not_depend_on_which_kernel_a_process_asks_for_first(tmp_
     names = [kernel_name(config) for config in configs]
     # under the emulated Triton 3.6, the plain kernel's key depends on whether a TMA kernel (whose helpers reach
     # dot_accumulate's constant first) was asked for before it: what the compile workers and the child disagreed on
-    assert _keys_in_order(path, names, _pinned_only) != _keys_in_order(path, names[::-1], _pinned_only)
-    assert _keys_in_order(path, names, load_module) == _keys_in_order(path, names[::-1], load_module)
+    assert _keys_in_order(monkeypatch, path, names, _pinned_only) != _keys_in_order(monkeypatch, path, names[::-1], _pinned_only)
+    assert _keys_in_order(monkeypatch, path, names, load_module) == _keys_in_order(monkeypatch, path, names[::-1], load_module)
 
 
 def test_settling_the_helpers_leaves_the_keys_triton_computes_when_it_is_order_independent(tmp_path,
-                                                                                           compiled_kernels):
+                                                                                           compiled_kernels,
+                                                                                           monkeypatch):
     path = write_module(problem(64, 64, 64), [SHARED, *OTHERS], tmp_path)
     names = [kernel_name(config) for config in (SHARED, *OTHERS)]
-    assert _keys_in_order(path, names, _pinned_only) == _keys_in_order(path, names, load_module)
+    assert _keys_in_order(monkeypatch, path, names, _pinned_only) == _keys_in_order(monkeypatch, path, names, load_module)
     assert settle_helper_keys(load_module(path)) >= 1
+
+
+def test_the_helpers_are_the_family_functions_the_kernels_call(tmp_path, compiled_kernels):
+    configs = [SHARED, OTHERS[1], Config.parse("BM64_BN64_BK64_GM1_SK1_nW4_nS2_TMA1")]
+    module = load_module(write_module(problem(64, 64, 64), configs, tmp_path))
+    helpers = {helper.__name__: helper.__module__ for helper in helper_functions(module)}
+    # the tile functions the kernels call, and what those call in turn, in the family modules that define them
+    assert helpers["matmul_tile"] == helpers["dot_accumulate"] == "tune_gemm.kernels.matmul_family.device"
+    assert helpers["splitk_reduce_tile"] == "tune_gemm.kernels.matmul_family.device"
+    assert helpers["tma_persistent_tile"] == helpers["split_k_part"] == "tune_gemm.kernels.tma_family.device"
+    # neither the module's own per-config kernels nor Triton's own functions
+    assert not {kernel_name(config) for config in configs} & set(helpers)
+    assert all(owner.startswith("tune_gemm.kernels.") for owner in helpers.values())
+    assert settle_helper_keys(module) >= 1
 
 
 def test_under_the_interpreter_there_is_nothing_to_settle(tmp_path):

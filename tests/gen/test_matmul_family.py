@@ -19,6 +19,7 @@ from tune_gemm.generate import write_module
 from tune_gemm.generate.loader import load_module
 from tune_gemm.kernels import bound as kernels
 from tune_gemm.kernels import matmul_family
+from tune_gemm.kernels import matmul_family as family
 
 
 @triton.jit
@@ -90,7 +91,7 @@ def test_tiles_shorter_than_an_instruction_match_float64(tmp_path, interpreter_e
     p = replace(problem(M, N, K, dtype, col_b=col_b, dtype_c=dtype_c), bias=bias and dtype != "int8")
     module = load_module(write_module(p, SHORT_TILES, tmp_path))
     for name, launcher in module.LAUNCHERS.items():
-        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=5)
+        error = family.check_config(launcher, module.PROBLEM, "cpu", seed=5)
         assert error <= p.dtype_a.tolerance, (name, error)
 
 
@@ -135,7 +136,7 @@ def test_no_replay_where_a_later_parameter_would_come_from_the_call_or_nothing_w
 
 
 def test_each_kernel_remembers_its_replays_up_to_a_bound(monkeypatch):
-    monkeypatch.setattr(matmul_family, "REPLAYS_PER_KERNEL", 2)
+    monkeypatch.setattr(matmul_family.replay, "REPLAYS_PER_KERNEL", 2)
     kernel, other = SimpleNamespace(), SimpleNamespace()
     replays = matmul_family.replays_of(kernel)
     assert matmul_family.replays_of(kernel) is replays and matmul_family.replays_of(other) is not replays
@@ -160,7 +161,7 @@ def test_replayed_plain_launches_match_float64(tmp_path, interpreter_env, monkey
     names = [kernel_name(config), *([reduce_kernel_name(config)] if config.reduction_kernel else [])]
     kernels = replaying(monkeypatch, module, *names)
     for seed in range(3):  # new matrices each call, C poisoned
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
         assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
     assert [(kernel.launched, kernel.replayed) for kernel in kernels.values()] == [(1, 2)] * len(names)
 
@@ -168,14 +169,14 @@ def test_replayed_plain_launches_match_float64(tmp_path, interpreter_env, monkey
 def test_launches_are_keyed_by_their_configs_and_signature_where_they_are_replayed(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     config, variant, a = SimpleNamespace(), SimpleNamespace(), torch.randn(8, 8)
-    monkeypatch.setattr(matmul_family, "REPLAY_LAUNCHES", True)
+    monkeypatch.setattr(matmul_family.replay, "REPLAY_LAUNCHES", True)
     key = matmul_family.replay_key((config, variant), a, None)
     assert key == (id(config), id(variant), matmul_family.call_signature(a, None))
     kernel = SimpleNamespace()
     assert matmul_family.replay_of(kernel, key) is None
     matmul_family.remember(kernel, key, "replay")
     assert matmul_family.replay_of(kernel, key) == "replay"
-    monkeypatch.setattr(matmul_family, "REPLAY_LAUNCHES", False)
+    monkeypatch.setattr(matmul_family.replay, "REPLAY_LAUNCHES", False)
     assert matmul_family.replay_key((config, variant), a, None) is None
     assert matmul_family.replay_of(kernel, None) is None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers import problem
+from helpers import fresh_kernel_families, problem
 
 from tune_gemm.core.config import Config
 from tune_gemm.core.device import INTERPRETER_PROFILE
@@ -19,11 +19,12 @@ from tune_gemm.space.prune import prune
 
 PLAIN = Config.parse("BM32_BN32_BK32_GM1_SK1_nW4_nS2")
 SPLIT = Config.parse("BM64_BN32_BK32_GM1_SK2_nW4_nS2")  # with a reduce kernel
-TMA = Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1)  # its part inlines the TMA family, the others' do not
+TMA = Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1)  # its part imports the TMA family, the others' do not
 
 
 @pytest.fixture
 def compiled_kernels(monkeypatch):
+    fresh_kernel_families(monkeypatch)  # the families a generated module imports decorated as it is, as JIT functions
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # JIT functions, as on a GPU (no GPU needed to load)
 
 

@@ -5,11 +5,14 @@ their scales and int8 into int32."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 import pytest
 import torch
 from helpers import KernelSpy, problem, spied, spied_check
+from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tune_gemm.core import geometry
 from tune_gemm.core.config import (
     ATOMIC_REDUCE,
     FUSED_EDGE,
@@ -19,6 +22,10 @@ from tune_gemm.core.config import (
 )
 from tune_gemm.generate import render, write_module
 from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels import matmul_family as family
+from tune_gemm.kernels import tma_family as tma
+from tune_gemm.kernels.matmul_family import host as family_host
+from tune_gemm.kernels.tma_family import copies, operands, slicing
 
 TMA_CONFIGS = [
     Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1),
@@ -29,11 +36,13 @@ PLAIN = Config(16, 16, 16)
 
 
 
-def test_tma_family_is_inlined_only_when_a_config_needs_it():
+def test_tma_family_is_imported_only_when_a_config_needs_it():
     assert "tma_persistent_tile" not in render(problem(64, 64, 64), [PLAIN], "x.py")
     source = render(problem(64, 64, 64), [PLAIN, *TMA_CONFIGS], "x.py")
-    assert source.count("def tma_persistent_tile(") == 1
-    assert "family-imports" not in source and "from gen." not in source  # the generated file stands alone
+    # imported once, as a library: the family's source is not in the module
+    assert source.count("from tune_gemm.kernels.tma_family import (") == 1 and "    tma_persistent_tile,\n" in source
+    assert "def tma_persistent_tile(" not in source and "def split_k_part(" not in source
+    assert "family-imports" not in source and "from gen." not in source
     tree = ast.parse(source)
     jitted = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert {f"matmul_kernel_{c}" for c in TMA_CONFIGS} <= jitted
@@ -53,7 +62,7 @@ def test_tma_family_is_inlined_only_when_a_config_needs_it():
 def test_tma_configs_match_float64(tmp_path, interpreter_env, dtype, M, N, K, col_a, col_b):
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), [PLAIN, *TMA_CONFIGS], tmp_path))
     for name, launcher in module.LAUNCHERS.items():
-        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=5)
+        error = family.check_config(launcher, module.PROBLEM, "cpu", seed=5)
         assert error <= module.PROBLEM.tolerance, (name, error)
 
 
@@ -63,30 +72,28 @@ def test_tma_configs_add_the_bias(tmp_path, interpreter_env):
     p = replace(problem(70, 130, 90), bias=True)
     module = load_module(write_module(p, TMA_CONFIGS, tmp_path))
     for name, launcher in module.LAUNCHERS.items():
-        a, b, c, bias = module.make_operands(module.PROBLEM, "cpu", seed=2)
+        a, b, c, bias = family.make_operands(module.PROBLEM, "cpu", seed=2)
         c.fill_(float("nan"))
         launcher(a, b, c, bias)
-        assert module.relative_error(c, a, b, bias) <= module.PROBLEM.tolerance, name
-        assert module.relative_error(c, a, b) > 10 * module.PROBLEM.tolerance, name  # the bias is really there
+        assert family.relative_error(c, a, b, bias) <= module.PROBLEM.tolerance, name
+        assert family.relative_error(c, a, b) > 10 * module.PROBLEM.tolerance, name  # the bias is really there
 
 
 def test_unaligned_rows_are_padded_and_aligned_ones_are_not(interpreter_env, tmp_path):
-    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     aligned = torch.randn(64, 64).half()
-    assert module.tma_views([aligned]) == [aligned]
+    assert tma.tma_views([aligned]) == [aligned]
     odd = torch.randn(64, 75).half()[:, :70]  # row stride 75 halves = 150 bytes
-    [view] = module.tma_views([odd])
+    [view] = tma.tma_views([odd])
     # rows padded to whole 128-byte lines, not just to the 16 bytes the copy engine needs
     assert view.shape == odd.shape and view.stride(0) == 128 and torch.equal(view, odd)
-    assert module.persistent_programs("cpu", 2) == 2 and module.persistent_programs("cpu", 1000) >= 1
+    assert tma.persistent_programs("cpu", 2) == 2 and tma.persistent_programs("cpu", 1000) >= 1
 
 
 def test_align_rows_copies_rows_that_start_off_128_byte_lines(interpreter_env, tmp_path):
-    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     whole_lines = torch.randn(64, 128).half()  # 256-byte rows
     off_line = torch.randn(64, 72).half()  # 144-byte rows: 16-byte aligned, the copy engine reads them as they are
-    assert module.tma_views([whole_lines, off_line]) == [whole_lines, off_line]
-    kept, copied = module.tma_views([whole_lines, off_line], align_rows=True)
+    assert tma.tma_views([whole_lines, off_line]) == [whole_lines, off_line]
+    kept, copied = tma.tma_views([whole_lines, off_line], align_rows=True)
     assert kept is whole_lines and copied.data_ptr() != off_line.data_ptr()
     assert copied.stride(0) == 128 and torch.equal(copied, off_line)
 
@@ -95,11 +102,10 @@ def test_align_rows_copies_rows_that_start_off_128_byte_lines(interpreter_env, t
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.int8])
 def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tmp_path, monkeypatch, dtype,
                                                               wide_offsets):
-    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
-    spy = KernelSpy(module.pad_rows_kernel)
-    monkeypatch.setattr(module, "pad_rows_kernel", spy)
+    spy = KernelSpy(copies.pad_rows_kernel)
+    monkeypatch.setattr(copies, "pad_rows_kernel", spy)
     if wide_offsets:  # the 64-bit path, without allocating 2^31 elements
-        monkeypatch.setattr(module, "INT32_OFFSETS", 1000)
+        monkeypatch.setattr(copies, "INT32_OFFSETS", 1000)
     launches = spy.launches
     generator = torch.Generator().manual_seed(3)
 
@@ -110,11 +116,11 @@ def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tm
         return t.view(torch.int8) if dtype.itemsize == 1 else t
     # row strides of 1100 and 203 elements: not 16-byte aligned for 1- or 2-byte elements; copies of many blocks
     # whose block edges fall inside rows; b read through a column stride of 2
-    assert module.PAD_BLOCK < 70 * 1031
+    assert tma.PAD_BLOCK < 70 * 1031
     a = matrix(70, 1100)[:, :1031]
     b = matrix(45, 406)[:, :266:2]
     aligned = matrix(64, 128)
-    views = module.tma_views([a, aligned, b])
+    views = tma.tma_views([a, aligned, b])
     assert len(launches) == 1  # both copies in one launch
     assert launches[0][1]["WIDE"] == wide_offsets
     assert views[1] is aligned and all(view.data_ptr() != source.data_ptr() for source, view in ((a, views[0]),
@@ -125,15 +131,14 @@ def test_one_kernel_pads_every_unaligned_operand_of_a_launch(interpreter_env, tm
         padding = view.as_strided((view.shape[0], view.stride(0)), view.stride())[:, view.shape[1]:]
         assert padding.numel() and not as_bits(padding).any()  # zero, not left over memory
     launches.clear()
-    [single] = module.tma_views([b])
+    [single] = tma.tma_views([b])
     assert len(launches) == 1 and torch.equal(single.float(), b.float())
 
 
 def test_launch_arguments_describe_a_column_major_operand_by_its_transpose(interpreter_env, tmp_path):
-    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     config = TMA_CONFIGS[0]
     a, b, c = torch.randn(64, 64).half(), torch.randn(64, 64).half().t(), torch.empty(64, 64).half()
-    args = module.tma_arguments(config, module.TmaVariant(), a, b, c)
+    args = tma.tma_arguments(config, tma.TmaVariant(), a, b, c)
     assert (args.a_col, args.b_col, args.c_tma) == (False, True, True)
     assert args.a_desc.base is a and list(args.a_desc.block_shape) == [config.BLOCK_SIZE_M, config.BLOCK_SIZE_K]
     assert args.b_desc.base.stride() == (64, 1)  # B's transpose: a unit inner stride, as the copy engine needs
@@ -148,16 +153,16 @@ def test_c_is_stored_in_place_through_its_descriptor_or_through_pointers(tmp_pat
     module = load_module(write_module(problem(70, N, 90), TMA_CONFIGS, tmp_path))
     for config in TMA_CONFIGS:
         spy = spied(monkeypatch, module, config)
-        a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=4)
-        module.poison(c)
+        a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=4)
+        family.poison(c)
         module.LAUNCHERS[str(config)](a, b, c)
-        assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, config
+        assert family.relative_error(c, a, b) <= module.PROBLEM.tolerance, config
         [(_, kwargs)] = spy.launches
         assert kwargs["C_TMA"] is through_descriptor, config
         named = spy.named()
         c_arg, strides = named["c"], (named["stride_cm"], named["stride_cn"])
         if through_descriptor:
-            assert isinstance(c_arg, module.TensorDescriptor) and c_arg.base is c, config
+            assert isinstance(c_arg, TensorDescriptor) and c_arg.base is c, config
             assert strides == (None, None)  # no strides: they stay out of the specialization
         else:
             assert c_arg is c and strides == c.stride(), config  # C itself: no copy in or out
@@ -197,14 +202,14 @@ def test_a_view_of_c_is_written_and_nothing_around_it(tmp_path, interpreter_env,
     for config in configs:
         spy = spied(monkeypatch, module, config)
         storage, c, outside = _c_in_storage(view, M, N)
-        module.poison(c)
-        a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=6)
+        family.poison(c)
+        a, b, _ = family.make_operands(module.PROBLEM, "cpu", seed=6)
         module.LAUNCHERS[str(config)](a, b, c)
         [(_, kwargs)] = spy.launches
         assert kwargs["C_TMA"] is through_descriptor and kwargs.get("EDGE_N", 0) == edge_n, (config, view)
         if edge_n:  # the edge tiles' C: a descriptor of their width, or C itself
-            assert isinstance(spy.named()["c_edge"], module.TensorDescriptor) is through_descriptor, (config, view)
-        assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
+            assert isinstance(spy.named()["c_edge"], TensorDescriptor) is through_descriptor, (config, view)
+        assert family.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
         assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
 
@@ -229,7 +234,7 @@ def test_swapped_configs_compute_c_through_its_transpose(tmp_path, interpreter_e
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), SWAPPED_CONFIGS, tmp_path))
     for config in SWAPPED_CONFIGS:
         spy = spied(monkeypatch, module, config)
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=7)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=7)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         [(_, kwargs)] = spy.launches
         named = spy.named()
@@ -244,10 +249,10 @@ def test_a_swapped_config_writes_a_view_of_c_and_nothing_around_it(tmp_path, int
     for view in ("sliced", "sliced_aligned", "transposed"):
         for config in SWAPPED_CONFIGS:
             storage, c, outside = _c_in_storage(view, M, N)
-            module.poison(c)
-            a, b, _ = module.make_operands(module.PROBLEM, "cpu", seed=8)
+            family.poison(c)
+            a, b, _ = family.make_operands(module.PROBLEM, "cpu", seed=8)
             assert module.LAUNCHERS[str(config)](a, b, c) is c  # the caller's C, not the transpose written
-            assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
+            assert family.relative_error(c, a, b) <= module.PROBLEM.tolerance, (config, view)
             assert bool((storage[outside] == SENTINEL).all()), (config, view)
 
 
@@ -268,19 +273,19 @@ ALIGNED_CONFIGS = [
 def test_compiling_ahead_knows_which_launches_pad(tmp_path, interpreter_env, monkeypatch, M, N, K, col_a, col_b):
     configs = [TMA_CONFIGS[0], SWAPPED_CONFIGS[0], *ALIGNED_CONFIGS]
     module = load_module(write_module(problem(M, N, K, "fp16", col_a, col_b), configs, tmp_path))
-    copies, pad = [], module.pad_rows
-    monkeypatch.setattr(module, "pad_rows", lambda padded: (copies.append(padded), pad(padded)))
+    made, pad = [], copies.pad_rows
+    monkeypatch.setattr(copies, "pad_rows", lambda padded: (made.append(padded), pad(padded)))
     for config in configs:
-        copies.clear()
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=9)
+        made.clear()
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=9)
         assert error <= module.PROBLEM.tolerance, config
         computed = module.PROBLEM.transposed() if config.SWAP_AB else module.PROBLEM
-        assert bool(copies) is module.takes_copies(computed, bool(config.ALIGN_ROWS)), config
+        assert bool(made) is tma.takes_copies(computed, bool(config.ALIGN_ROWS)), config
     # on a GPU (not interpreted) a launch that pads launches its GEMM as the copy's dependent
-    monkeypatch.setattr(module, "INTERPRETED", False)
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=9)
-    arguments = module.tma_arguments(getattr(module, f"CONFIG_{TMA_CONFIGS[0]}"), module.TmaVariant(), a, b, c)
-    assert arguments.after_copies is module.takes_copies(module.PROBLEM)
+    monkeypatch.setattr(operands, "INTERPRETED", False)
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=9)
+    arguments = tma.tma_arguments(getattr(module, f"CONFIG_{TMA_CONFIGS[0]}"), tma.TmaVariant(), a, b, c)
+    assert arguments.after_copies is tma.takes_copies(module.PROBLEM)
 
 
 # Narrow edge tiles under the interpreter's 3 persistent programs: sizes whose last column of tiles (of C, or of C^T
@@ -323,11 +328,11 @@ def test_narrow_edge_tiles_match_float64_and_each_is_claimed_once(tmp_path, inte
     narrowed = fused = two_fused = 0
     for config in NARROW_CONFIGS:
         spy = spied(monkeypatch, module, config)
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=11)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=11)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         rows, cols = (N, M) if config.SWAP_AB else (M, N)
         [(widths, edge_fused, claims, programs)] = _edge_claims(spy)
-        assert widths == module.edge_columns(cols, config.BLOCK_SIZE_N), config
+        assert widths == geometry.edge_columns(cols, config.BLOCK_SIZE_N), config
         assert edge_fused is (config.NARROW_EDGE == FUSED_EDGE and bool(widths)
                               and cols >= len(widths) * config.BLOCK_SIZE_N)
         if widths:  # every edge tile (or fused pair) of each width claimed once, then one claim too many per program
@@ -353,7 +358,7 @@ def test_narrow_edge_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env
     p = replace(problem(200, N, 300, dtype, dtype_c=dtype_c), bias=bias)
     module = load_module(write_module(p, [config], tmp_path))
     spy = spied(monkeypatch, module, config)
-    error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=13)
+    error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=13)
     assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
     assert _edge_claims(spy)[0][:2] == (widths, narrow_edge == FUSED_EDGE)
 
@@ -363,7 +368,7 @@ def _spied_twice(monkeypatch, module, config) -> KernelSpy:
     running sums and counters the first left."""
     spy = spied(monkeypatch, module, config)
     for seed in (17, 18):
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
         assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
     return spy
 
@@ -387,15 +392,15 @@ SPLIT_EDGE_CONFIGS = [
 def test_split_edge_tiles_match_float64_twice_and_leave_their_sums_zero(tmp_path, interpreter_env, monkeypatch, M, N, K,
                                                                         col_a, col_b, split):
     module = load_module(write_module(problem(M, N, K, "fp16", col_a, col_b), SPLIT_EDGE_CONFIGS, tmp_path))
-    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    monkeypatch.setattr(slicing, "INTERPRETER_PROGRAMS", 8)
     split_somewhere = False
     for config in SPLIT_EDGE_CONFIGS:
         spy = _spied_twice(monkeypatch, module, config)
         rows, cols = (N, M) if config.SWAP_AB else (M, N)
-        widths = module.edge_columns(cols, config.BLOCK_SIZE_N)
+        widths = geometry.edge_columns(cols, config.BLOCK_SIZE_N)
         row_tiles = -(-rows // config.BLOCK_SIZE_M)
         slices = spy.launches[0][1].get("EDGE_SPLIT", 1)
-        assert slices == module.edge_slices(spy.grids[0][0], len(widths) * row_tiles, -(-K // config.BLOCK_SIZE_K))
+        assert slices == geometry.edge_slices(spy.grids[0][0], len(widths) * row_tiles, -(-K // config.BLOCK_SIZE_K))
         claims = [claim for _, _, claim, _ in _edge_claims(spy)]
         if widths:  # every slice of every edge tile claimed once, then one claim too many per program
             assert claims == [len(widths) * row_tiles * slices + spy.grids[0][0]] * 2, config
@@ -440,7 +445,7 @@ SPLIT_TAIL_CONFIGS = [
 def test_split_tail_tiles_match_float64_twice_and_leave_their_sums_zero(tmp_path, interpreter_env, monkeypatch, dtype,
                                                                         M, N, K, col_a, col_b, split):
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), SPLIT_TAIL_CONFIGS, tmp_path))
-    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    monkeypatch.setattr(slicing, "INTERPRETER_PROGRAMS", 8)
     split_somewhere = False
     for config in SPLIT_TAIL_CONFIGS:
         spy = _spied_twice(monkeypatch, module, config)
@@ -448,7 +453,7 @@ def test_split_tail_tiles_match_float64_twice_and_leave_their_sums_zero(tmp_path
         tiles = -(-rows // config.BLOCK_SIZE_M) * -(-cols // config.BLOCK_SIZE_N)
         programs = spy.grids[0][0]
         slices = spy.launches[0][1].get("TAIL_SPLIT", 1)
-        assert slices == module.tail_slices(tiles, programs, -(-K // config.BLOCK_SIZE_K)), config
+        assert slices == geometry.tail_slices(tiles, programs, -(-K // config.BLOCK_SIZE_K)), config
         named = spy.named()
         if slices > 1:
             split_somewhere = True
@@ -469,7 +474,7 @@ def test_split_tail_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_env,
     config = Config(64, 64, 128, 1, 1, 4, 2, PERSISTENT_TMA=1, STREAM_K=SPLIT_TAIL)
     p = replace(problem(300, 200, 2100, dtype, dtype_c=dtype_c), bias=bias)  # 20 tiles, 17 K tiles: 2 slices of 9, 8
     module = load_module(write_module(p, [config], tmp_path))
-    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    monkeypatch.setattr(slicing, "INTERPRETER_PROGRAMS", 8)
     error, kwargs, _ = spied_check(monkeypatch, module, config, seed=23)
     assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
     assert kwargs["TAIL_SPLIT"] == 2
@@ -479,70 +484,68 @@ def test_tail_slices_are_the_pruners(tmp_path, interpreter_env):
     from tune_gemm.core.device import INTERPRETER_PROFILE
     from tune_gemm.space.rules import tail_slices
 
-    module = load_module(write_module(problem(64, 64, 64), SPLIT_TAIL_CONFIGS[:1], tmp_path))
-    tail = module.TmaVariant(split_tail=True)
+    tail = tma.TmaVariant(split_tail=True)
     for M, N, K in [(5120, 5120, 4096), (5120, 5120, 1024), (5120, 2560, 4096), (4096, 4096, 4096), (4096, 5120, 4096),
                     (8448, 512, 4096), (1024, 1024, 4096), (3000, 5000, 4096), (300, 200, 600)]:
         for block_m, block_n in [(128, 256), (256, 128), (64, 64)]:
             config = Config(block_m, block_n, 64, PERSISTENT_TMA=1, STREAM_K=SPLIT_TAIL)
-            launch_tile = module.TileConfig(BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=64,
+            launch_tile = family.TileConfig(BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=64,
                                             GROUP_SIZE_M=1, SPLIT_K=1, num_warps=8, num_stages=3)
             programs = min(132, -(-M // block_m) * -(-N // block_n))
-            assert module.tail_split(launch_tile, tail, M, N, K, programs) == (
+            assert tma.tail_split(launch_tile, tail, M, N, K, programs) == (
                 tail_slices(problem(M, N, K), config, INTERPRETER_PROFILE)), (M, N, K, config)
-    whole = module.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
+    whole = family.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
                               num_warps=8, num_stages=3)
-    assert module.tail_split(whole, tail, 5120, 5120, 4096, 132) == 8
-    assert module.tail_split(whole, module.TmaVariant(), 5120, 5120, 4096, 132) == 1  # not a split-tail config
-    assert module.tail_options(8) == {"TAIL_SPLIT": 8} and module.tail_options(1) == {}
+    assert tma.tail_split(whole, tail, 5120, 5120, 4096, 132) == 8
+    assert tma.tail_split(whole, tma.TmaVariant(), 5120, 5120, 4096, 132) == 1  # not a split-tail config
+    assert tma.tail_options(8) == {"TAIL_SPLIT": 8} and tma.tail_options(1) == {}
 
 
 def test_edge_widths_and_depths_are_the_pruners(tmp_path, interpreter_env):
     from tune_gemm.space.rules import edge_columns
 
-    module = load_module(write_module(problem(64, 64, 64), NARROW_CONFIGS[:1], tmp_path))
     for block_n in (64, 128, 256):
         config = Config(128, block_n, 64, PERSISTENT_TMA=1, NARROW_EDGE=1)
-        assert [module.edge_columns(n, block_n) for n in range(1, 600)] == [
+        assert [geometry.edge_columns(n, block_n) for n in range(1, 600)] == [
             edge_columns(problem(64, n, 64), config) for n in range(1, 600)]
-    assert [module.edge_columns(n, 256) for n in (2048, 2049, 2056, 2064, 2065, 2176, 2177, 2200, 2240, 2241)] == [
+    assert [geometry.edge_columns(n, 256) for n in (2048, 2049, 2056, 2064, 2065, 2176, 2177, 2200, 2240, 2241)] == [
         (), (16,), (16,), (16,), (32,), (128,), (128, 16), (128, 32), (128, 64), ()]
     # the edge's K loop as deep as the whole tiles' stages' shared memory holds: 3 x (128 + 256) / (128 + 16)
-    tile = module.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
+    tile = family.TileConfig(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, SPLIT_K=1,
                              num_warps=8, num_stages=3)
-    assert module.edge_stages(tile, 16) == 8
-    narrow, fused = module.TmaVariant(narrow_edge=True), module.TmaVariant(narrow_edge=True, fused_edge=True)
-    assert module.edge_options(tile, narrow, (), 2048) == module.edge_options(tile, fused, (), 2048) == {}
-    assert module.edge_options(tile, narrow, (16,), 2056) == {"EDGE_N": 16, "EDGE_STAGES": 8}
-    assert module.edge_options(tile, fused, (16,), 2056) == {"EDGE_N": 16, "EDGE_FUSED": True}
+    assert tma.edge_stages(tile, 16) == 8
+    narrow, fused = tma.TmaVariant(narrow_edge=True), tma.TmaVariant(narrow_edge=True, fused_edge=True)
+    assert tma.edge_options(tile, narrow, (), 2048) == tma.edge_options(tile, fused, (), 2048) == {}
+    assert tma.edge_options(tile, narrow, (16,), 2056) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    assert tma.edge_options(tile, fused, (16,), 2056) == {"EDGE_N": 16, "EDGE_FUSED": True}
     # no whole tile to fuse 8 columns with: they are computed apart
-    assert module.edge_options(tile, fused, (16,), 8) == {"EDGE_N": 16, "EDGE_STAGES": 8}
+    assert tma.edge_options(tile, fused, (16,), 8) == {"EDGE_N": 16, "EDGE_STAGES": 8}
     # two widths: 3 x 384 / 256 and 3 x 384 / 160 stages apart; fused, each beside its own whole tile
-    assert module.edge_options(tile, narrow, (128, 32), 2200) == {"EDGE_N": 128, "EDGE_STAGES": 4, "EDGE_N2": 32,
+    assert tma.edge_options(tile, narrow, (128, 32), 2200) == {"EDGE_N": 128, "EDGE_STAGES": 4, "EDGE_N2": 32,
                                                                   "EDGE_STAGES2": 7}
-    assert module.edge_options(tile, fused, (128, 32), 2200) == {"EDGE_FUSED": True, "EDGE_N": 128, "EDGE_N2": 32}
-    assert module.edge_options(tile, fused, (128, 32), 408) == module.edge_options(tile, narrow, (128, 32), 408)
+    assert tma.edge_options(tile, fused, (128, 32), 2200) == {"EDGE_FUSED": True, "EDGE_N": 128, "EDGE_N2": 32}
+    assert tma.edge_options(tile, fused, (128, 32), 408) == tma.edge_options(tile, narrow, (128, 32), 408)
     # the split edge's slices, as the pruner counts them on a GPU of 132 SMs, and its option
     from tune_gemm.core.device import INTERPRETER_PROFILE
     from tune_gemm.space.rules import edge_slices
 
-    split = module.TmaVariant(narrow_edge=True, split_edge=True)
+    split = tma.TmaVariant(narrow_edge=True, split_edge=True)
     for M, N, K in [(4096, 4248, 4096), (4096, 4248, 1024), (4096, 4248, 448), (256, 2056, 4096), (16384, 1176, 4096),
                     (4096, 4096, 4096), (200, 136, 90)]:
         for block_m, block_n in [(128, 256), (256, 128), (64, 64)]:
             config = Config(block_m, block_n, 64, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE)
-            launch_tile = module.TileConfig(BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=64,
+            launch_tile = family.TileConfig(BLOCK_SIZE_M=block_m, BLOCK_SIZE_N=block_n, BLOCK_SIZE_K=64,
                                             GROUP_SIZE_M=1, SPLIT_K=1, num_warps=8, num_stages=3)
             programs = min(132, -(-M // block_m) * -(-N // block_n))
-            assert module.edge_split(launch_tile, split, module.edge_columns(N, block_n), M, K, programs) == (
+            assert tma.edge_split(launch_tile, split, geometry.edge_columns(N, block_n), M, K, programs) == (
                 edge_slices(problem(M, N, K), config, INTERPRETER_PROFILE)), (M, N, K, config)
-    assert module.edge_split(tile, narrow, (16,), 4096, 4096, 132) == 1
-    assert module.edge_options(tile, split, (32,), 4248, 8) == {"EDGE_N": 32, "EDGE_STAGES": 7, "EDGE_SPLIT": 8}
+    assert tma.edge_split(tile, narrow, (16,), 4096, 4096, 132) == 1
+    assert tma.edge_options(tile, split, (32,), 4248, 8) == {"EDGE_N": 32, "EDGE_STAGES": 7, "EDGE_SPLIT": 8}
 
 
 def test_a_swapped_config_refuses_a_bias(tmp_path, interpreter_env):
     module = load_module(write_module(problem(70, 130, 90), SWAPPED_CONFIGS[:1], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=1)
     with pytest.raises(ValueError, match="SWAP_AB"):
         module.LAUNCHERS[str(SWAPPED_CONFIGS[0])](a, b, c, bias=torch.ones(70, dtype=c.dtype))
 
@@ -566,17 +569,16 @@ def test_8_bit_inputs_match_float64(tmp_path, interpreter_env, dtype, dtype_c, c
     p = replace(problem(M, N, K, dtype, False, col_b, dtype_c), bias=bias)
     module = load_module(write_module(p, TMA_8BIT_CONFIGS, tmp_path))
     for name, launcher in module.LAUNCHERS.items():
-        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=8)
+        error = family.check_config(launcher, module.PROBLEM, "cpu", seed=8)
         assert error <= p.dtype_a.tolerance, (name, error)  # int8: 0, exact
 
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.int8, torch.float16, torch.float32])
 @pytest.mark.parametrize("K,N", [(150, 45), (64, 128), (300, 70)])
 def test_k_major_copy_holds_b_transposed_in_padded_rows(interpreter_env, tmp_path, dtype, K, N):
-    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     b = (torch.randn(K, N, generator=torch.Generator().manual_seed(K)) * 8).to(dtype)
-    copy = module.k_major_copy(b)
-    assert copy.shape == (K, N) and copy.stride(0) == 1 and module.is_column_major(copy)
+    copy = tma.k_major_copy(b)
+    assert copy.shape == (K, N) and copy.stride(0) == 1 and tma.is_column_major(copy)
     assert copy.stride(1) * copy.element_size() % 128 == 0  # B^T's rows: whole 128-byte lines
 
     def bits(t):
@@ -596,16 +598,16 @@ def test_an_8_or_32_bit_row_major_b_is_copied_k_major(tmp_path, interpreter_env,
     p = problem(64, 64, 256, dtype, col_b=col_b, dtype_c={"fp8": "fp16", "int8": "int32"}.get(dtype))
     module = load_module(write_module(p, [config], tmp_path))
     spy = spied(monkeypatch, module, config)
-    assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=14) <= p.dtype_a.tolerance
+    assert family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=14) <= p.dtype_a.tolerance
     [(args, kwargs)] = spy.launches
     assert kwargs["B_COL"] is (col_b or copied)
     b_desc = args[1]
     assert (b_desc.shape[0], b_desc.strides[0]) == ((64, 256) if col_b or copied else (256, 64))
     # compiling ahead specializes as the launch does: the copy makes the GEMM a dependent launch on a GPU
-    assert module.takes_copies(module.PROBLEM) is copied
-    monkeypatch.setattr(module, "INTERPRETED", False)
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=14)[:3]
-    arguments = module.tma_arguments(getattr(module, f"CONFIG_{config}"), module.TmaVariant(), a, b, c)
+    assert tma.takes_copies(module.PROBLEM) is copied
+    monkeypatch.setattr(operands, "INTERPRETED", False)
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=14)[:3]
+    arguments = tma.tma_arguments(getattr(module, f"CONFIG_{config}"), tma.TmaVariant(), a, b, c)
     assert arguments.after_copies is copied and arguments.b_col is (col_b or copied)
 
 
@@ -615,27 +617,27 @@ def test_the_fp8_scales_are_applied_once_before_the_bias(tmp_path, interpreter_e
 
     module = load_module(write_module(replace(problem(37, 45, 150, dtype, col_b=True, dtype_c="fp32"), bias=True),
                                       TMA_8BIT_CONFIGS[:2], tmp_path))
-    a, b, c, bias, scale_a, scale_b = module.make_operands(module.PROBLEM, "cpu", seed=1)
+    a, b, c, bias, scale_a, scale_b = family.make_operands(module.PROBLEM, "cpu", seed=1)
     bias *= 10  # as large as the products, so that a scaled bias shows too
     for name, launcher in module.LAUNCHERS.items():
-        module.poison(c)
+        family.poison(c)
         launcher(a, b, c, bias, scale_a, scale_b)
-        assert module.relative_error(c, a, b, bias, scale_a, scale_b) <= module.PROBLEM.tolerance, name
+        assert family.relative_error(c, a, b, bias, scale_a, scale_b) <= module.PROBLEM.tolerance, name
         # the scales are far from 1: leaving them out, applying one twice, or scaling the bias are all far off
-        assert module.relative_error(c, a, b, bias) > 0.5, name
-        assert module.relative_error(c, a, b.float() * scale_b, bias, scale_a, scale_b) > 0.5, name
-        assert module.relative_error(c, a, b, bias * scale_a * scale_b, scale_a, scale_b) > 0.5, name
+        assert family.relative_error(c, a, b, bias) > 0.5, name
+        assert family.relative_error(c, a, b.float() * scale_b, bias, scale_a, scale_b) > 0.5, name
+        assert family.relative_error(c, a, b, bias * scale_a * scale_b, scale_a, scale_b) > 0.5, name
 
 
 def test_int8_accumulates_exactly_in_int32(tmp_path, interpreter_env):
     # 127*127*2048 products reach ~3.3e7 > 2^24: an fp32 accumulator would round, an int32 one is exact
     module = load_module(write_module(problem(33, 17, 2048, "int8", dtype_c="int32"), TMA_8BIT_CONFIGS[:1], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=2)
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=2)
     a.fill_(127)
     b.fill_(127)
     a[0, 0] = 126  # one product less: 127*127*2048 - 127 is not an fp32 value
     for launcher in module.LAUNCHERS.values():
-        module.poison(c)
+        family.poison(c)
         launcher(a, b, c)
         assert c.dtype == torch.int32
         assert bool((c[0] == 127 * 127 * 2048 - 127).all()) and bool((c[1:] == 127 * 127 * 2048).all())
@@ -655,15 +657,15 @@ def _scratch_spy(monkeypatch, module, maker: str) -> list:
     split_k_scratch), the partial-tile slots poisoned first, so that a slot read unwritten shows in C; read after
     the launch, they hold what the programs stored and counted."""
     made = []
-    scratch = getattr(module, maker)
+    scratch = getattr(slicing, maker)
 
     def spy(*args):
         workspace, arrivals = scratch(*args)
-        if not any(workspace is kept for kept in module._kept_zero.values()):  # running sums start at zero
+        if not any(workspace is kept for kept in family_host._kept_zero.values()):  # running sums start at zero
             workspace.fill_(float("nan") if workspace.is_floating_point() else 2**30)
         made.append((workspace, arrivals))
         return workspace, arrivals
-    monkeypatch.setattr(module, maker, spy)
+    monkeypatch.setattr(slicing, maker, spy)
     return made
 
 
@@ -681,7 +683,7 @@ def test_stream_k_matches_float64_with_tiles_split_between_programs(tmp_path, in
     launches = _scratch_spy(monkeypatch, module, "stream_k_scratch")
     split = 0
     for config in STREAM_K_CONFIGS:
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
         counted = launches[-1][1]  # the arrival counters
         assert set(counted.tolist()) <= {0, 2}, (str(config), counted)  # a split tile: exactly its two halves
@@ -693,7 +695,7 @@ def test_tiles_filling_whole_waves_are_not_shared_out(tmp_path, interpreter_env,
     # 6 tiles on 3 programs: no stream-K part, so no counter moves; the config still computes C
     module = load_module(write_module(problem(128, 192, 96), STREAM_K_CONFIGS[:1], tmp_path))
     launches = _scratch_spy(monkeypatch, module, "stream_k_scratch")
-    assert module.check_config(module.LAUNCHERS[str(STREAM_K_CONFIGS[0])], module.PROBLEM, "cpu", seed=1) <= (
+    assert family.check_config(module.LAUNCHERS[str(STREAM_K_CONFIGS[0])], module.PROBLEM, "cpu", seed=1) <= (
         module.PROBLEM.tolerance)
     assert int(launches[-1][1].sum()) == 0
 
@@ -722,11 +724,11 @@ def test_split_k_matches_float64_with_every_slice_stored_and_the_counters_left_z
     launches = _scratch_spy(monkeypatch, module, "split_k_scratch")
     for config in SPLIT_CONFIGS:
         for seed in (3, 4):  # the second launch finds the counters (and running sums) the first left
-            error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+            error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
             assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
             if config.FUSED_REDUCE == 1:
                 assert not launches[-1][0].isnan().any(), str(config)  # every tile's every slice stored its partial
-        assert all(not buffer.any() for buffer in module._kept_zero.values())  # counters and running sums
+        assert all(not buffer.any() for buffer in family_host._kept_zero.values())  # counters and running sums
 
 
 def test_split_k_sums_the_slices_in_slice_order(tmp_path, interpreter_env, monkeypatch):
@@ -734,7 +736,7 @@ def test_split_k_sums_the_slices_in_slice_order(tmp_path, interpreter_env, monke
     config = SPLIT_CONFIGS[2]
     module = load_module(write_module(problem(70, 130, 480), [config], tmp_path))  # 6 tiles, 15 K tiles in 3 slices
     launches = _scratch_spy(monkeypatch, module, "split_k_scratch")
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=7)[:3]
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=7)[:3]
     module.LAUNCHERS[str(config)](a, b, c)
     slices = launches[-1][0].view(6, 3, 64, 64)  # tile, slice, rows, columns
 
@@ -757,7 +759,7 @@ def test_partial_sums_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_en
         p = replace(problem(200, 200, 300, dtype, dtype_c=dtype_c), bias=dtype != "int8")  # 16 tiles, 3 K tiles
         module = load_module(write_module(p, [config], tmp_path))
         launches = _scratch_spy(monkeypatch, module, "split_k_scratch" if config.SPLIT_K > 1 else "stream_k_scratch")
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=6)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=6)
         assert error <= p.dtype_a.tolerance, (dtype, error)  # int8: 0, exact
         if config.SPLIT_K > 1:  # the partials in the accumulator's type
             assert launches[-1][0].dtype == (torch.int32 if dtype == "int8" else torch.float32)
@@ -796,7 +798,7 @@ def test_compound_parts_have_descriptors_of_their_own(tmp_path, interpreter_env,
     config = COMPOUND_CONFIGS[0]
     module = load_module(write_module(problem(200, 304, 64), [config], tmp_path))
     spy = spied(monkeypatch, module, config)
-    module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
+    family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=3)
     named = spy.named()
     blocks = {name: list(named[name].block_shape) for name in ("a_desc", "a_lower", "b_desc", "b_right", "c", "c_right",
                                                              "c_lower", "c_corner")}
@@ -806,7 +808,7 @@ def test_compound_parts_have_descriptors_of_their_own(tmp_path, interpreter_env,
     (tmp_path / "whole").mkdir()
     module = load_module(write_module(problem(200, 304, 64), [power_of_two], tmp_path / "whole"))
     spy = spied(monkeypatch, module, power_of_two)
-    module.check_config(module.LAUNCHERS[str(power_of_two)], module.PROBLEM, "cpu", seed=3)
+    family.check_config(module.LAUNCHERS[str(power_of_two)], module.PROBLEM, "cpu", seed=3)
     named = spy.named()
     assert all(named[name] is None for name in ("a_lower", "b_right", "c_right", "c_lower", "c_corner"))
     assert "EXTRA_M" not in spy.launches[0][1] and "EXTRA_N" not in spy.launches[0][1]
@@ -825,18 +827,22 @@ def test_compound_tiles_with_the_bias_fp8_scales_and_int8(tmp_path, interpreter_
     assert kwargs["EXTRA_M"] == kwargs["EXTRA_N"] == 32
 
 
-def test_block_parts_are_the_pruners(tmp_path, interpreter_env):
-    from tune_gemm.core.config import block_parts, is_tile_side
+def test_the_kernel_splits_tile_sides_as_the_pruner_takes_them(tmp_path, interpreter_env):
+    # one block_parts (tune_gemm.core.geometry) serves the kernel's compound tiles and the pruner's is_tile_side
+    from tune_gemm.core.geometry import block_parts, is_tile_side
 
-    module = load_module(write_module(problem(64, 64, 64), TMA_CONFIGS[:1], tmp_path))
     for side in range(1, 1025):
         if is_tile_side(side):
-            assert module.block_parts(side) == block_parts(side), side
+            main, extra = block_parts(side)
+            assert main + extra == side and main & (main - 1) == 0 and extra in (0, *(2 ** i for i in range(4, 10)))
         else:
             with pytest.raises(ValueError, match=f"tile side of {side} "):
-                module.block_parts(side)
-    assert module.block_parts(192) == (128, 64) and module.block_parts(256) == (256, 0)
+                block_parts(side)
+    assert block_parts(192) == (128, 64) and block_parts(256) == (256, 0)
     assert not is_tile_side(40) and not is_tile_side(100) and is_tile_side(48)
+    compound = family.TileConfig(BLOCK_SIZE_M=192, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, GROUP_SIZE_M=1, SPLIT_K=1,
+                                 num_warps=8, num_stages=3)
+    assert tma.is_compound(compound) and not tma.is_compound(replace(compound, BLOCK_SIZE_M=128))
 
 
 @pytest.mark.parametrize("knobs", [{"STREAM_K": 1}, {"STREAM_K": SPLIT_TAIL}, {"NARROW_EDGE": 1}])
@@ -846,10 +852,10 @@ def test_compound_tiles_are_computed_whole(tmp_path, interpreter_env, knobs):
 
     config = replace(COMPOUND_CONFIGS[0], **knobs)
     module = load_module(write_module(problem(300, 200, 600), [config], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
     name = str(config)
     with pytest.raises(ValueError, match="computed whole"):
-        module.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"),
+        tma.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"),
                           getattr(module, f"VARIANT_{name}"), a, b, c)
 
 
@@ -861,13 +867,13 @@ def test_split_k_in_the_tma_family_only_fused_and_alone(tmp_path, interpreter_en
 
     config = replace(SPLIT_CONFIGS[0], **knobs)
     module = load_module(write_module(problem(70, 100, 64), [config], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
     name = str(config)
     tile = getattr(module, f"CONFIG_{name}")
     if not knobs:
         tile = replace(tile, fused_reduce=False)
     with pytest.raises(ValueError, match="FUSED_REDUCE"):
-        module.launch_tma(getattr(module, f"matmul_kernel_{name}"), tile, getattr(module, f"VARIANT_{name}"), a, b, c)
+        tma.launch_tma(getattr(module, f"matmul_kernel_{name}"), tile, getattr(module, f"VARIANT_{name}"), a, b, c)
 
 
 @pytest.mark.parametrize("knobs, refusal", [
@@ -879,11 +885,11 @@ def test_ways_of_sharing_out_the_last_wave_are_refused_together(tmp_path, interp
     # the rules keep no such config (each takes the scratch arguments); the launch refuses a module edited by hand
     config = Config(64, 64, 32, 1, 1, 4, 2, PERSISTENT_TMA=1, NARROW_EDGE=SPLIT_EDGE)
     module = load_module(write_module(problem(60, 136, 400), [config], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
+    a, b, c = family.make_operands(module.PROBLEM, "cpu", seed=1)[:3]
     name = str(config)
-    variant = module.TmaVariant(**knobs)
+    variant = tma.TmaVariant(**knobs)
     with pytest.raises(ValueError, match=refusal):
-        module.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"), variant, a, b, c)
+        tma.launch_tma(getattr(module, f"matmul_kernel_{name}"), getattr(module, f"CONFIG_{name}"), variant, a, b, c)
 
 
 # num_ctas=2: each persistent program is a cluster of two CTAs, so the grid holds half as many programs. The
@@ -898,10 +904,9 @@ CLUSTER_SMS = 6
 
 
 def test_persistent_programs_are_one_per_cluster(interpreter_env, tmp_path, monkeypatch):
-    module = load_module(write_module(problem(64, 64, 64), CLUSTER_TMA_CONFIGS[:1], tmp_path))
-    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", CLUSTER_SMS)
-    assert [module.persistent_programs("cpu", 1000, n) for n in (1, 2, 4, 8)] == [6, 3, 1, 1]  # 8 > 6 SMs: still one
-    assert module.persistent_programs("cpu", 2, 2) == 2  # never more than the tiles
+    monkeypatch.setattr(slicing, "INTERPRETER_PROGRAMS", CLUSTER_SMS)
+    assert [tma.persistent_programs("cpu", 1000, n) for n in (1, 2, 4, 8)] == [6, 3, 1, 1]  # 8 > 6 SMs: still one
+    assert tma.persistent_programs("cpu", 2, 2) == 2  # never more than the tiles
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -912,7 +917,7 @@ def test_persistent_programs_are_one_per_cluster(interpreter_env, tmp_path, monk
 def test_num_ctas_reaches_the_launch_of_a_grid_of_clusters(tmp_path, interpreter_env, monkeypatch, dtype, M, N, K,
                                                           col_a, col_b):
     module = load_module(write_module(problem(M, N, K, dtype, col_a, col_b), CLUSTER_TMA_CONFIGS, tmp_path))
-    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", CLUSTER_SMS)
+    monkeypatch.setattr(slicing, "INTERPRETER_PROGRAMS", CLUSTER_SMS)
     for config in CLUSTER_TMA_CONFIGS:
         error, kwargs, grid = spied_check(monkeypatch, module, config, seed=5)
         assert error <= module.PROBLEM.tolerance, (str(config), error)
@@ -956,17 +961,16 @@ def _layout(operand) -> tuple:
 def test_launch_arguments_rebuilt_for_another_call_are_the_ones_that_call_builds(tmp_path, interpreter_env, config,
                                                                                 variant, M, N, K, col_a, col_b, dtype,
                                                                                 copied):
-    module = load_module(write_module(problem(M, N, K), [config], tmp_path))
-    variant = module.TmaVariant(**variant)
+    variant = tma.TmaVariant(**variant)
     first, second = _matrices(M, N, K, col_a, col_b, 1, dtype), _matrices(M, N, K, col_a, col_b, 2, dtype)
-    template = module.tma_arguments(config, variant, *first).template()
+    template = tma.tma_arguments(config, variant, *first).template()
     kept = [template.a_desc, template.b_desc, template.c, *template.edges.kernel_arguments(),
             *template.parts.kernel_arguments()]
     assert not any(isinstance(getattr(operand, "base", operand), torch.Tensor) for operand in kept)  # nothing kept
-    views = module.tma_operands(variant, *second[:2])
+    views = tma.tma_operands(variant, *second[:2])
     assert views.copied is copied
-    claims = module.edge_claims("cpu") if variant.narrow_edge else None
-    rebuilt, built = template.on(views, second[2], claims), module.tma_arguments(config, variant, *second)
+    claims = tma.edge_claims("cpu") if variant.narrow_edge else None
+    rebuilt, built = template.on(views, second[2], claims), tma.tma_arguments(config, variant, *second)
     for field in ("a_desc", "b_desc", "c"):
         assert _layout(getattr(rebuilt, field)) == _layout(getattr(built, field))
     edges, parts = rebuilt.edges.kernel_arguments(), rebuilt.parts.kernel_arguments()
@@ -1008,10 +1012,10 @@ def test_replayed_launches_copy_and_take_scratch_again_and_match_float64(tmp_pat
 
     p = replace(problem(M, N, K, dtype, col_b=col_b, dtype_c="fp16" if dtype == "fp8" else None), bias=bias)
     module = load_module(write_module(p, [config], tmp_path))
-    monkeypatch.setattr(module, "INTERPRETER_PROGRAMS", 8)
+    monkeypatch.setattr(slicing, "INTERPRETER_PROGRAMS", 8)
     kernels = replaying(monkeypatch, module, kernel_name(config), "k_major_copy_kernel", "pad_rows_kernel")
     for seed in range(3):  # new matrices each call, C poisoned
-        error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
+        error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cpu", seed=seed)
         assert error <= module.PROBLEM.tolerance, (str(config), seed, error)
     counts = {name: (kernel.launched, kernel.replayed) for name, kernel in kernels.items()}
     assert counts == {name: ((1, 2) if name == kernel_name(config) or name in copies else (0, 0)) for name in kernels}

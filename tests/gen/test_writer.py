@@ -13,18 +13,37 @@ import torch
 from helpers import problem, spied_check
 
 from tune_gemm.core.config import ATOMIC_REDUCE, Config
+from tune_gemm.core.dtypes import DTYPES
 from tune_gemm.generate import generated_filename, render, write_module
 from tune_gemm.generate.loader import load_module
 from tune_gemm.generate.naming import config_of_kernel, kernel_name, reduce_kernel_name
+from tune_gemm.kernels import matmul_family as family
+from tune_gemm.kernels.matmul_family import host as family_host
 
 CONFIGS = [Config(16, 16, 16, 1, 1, 1, 1), Config(32, 16, 32, 2, 2, 1, 2), Config(16, 32, 16, 1, 4, 2, 1)]
 
 
 
-def test_file_name_follows_the_seed():
-    assert generated_filename(problem(16, 16, 16)) == "generated_kernel161616.py"
-    assert generated_filename(problem(16, 16, 16, col_a=True)) == "generated_kernel161616_NT.py"
-    assert generated_filename(problem(8, 8, 8, "bf16")) == "generated_kernel888_bf16_bf16.py"
+def test_file_name_names_the_size_layouts_and_dtypes():
+    assert generated_filename(problem(16, 16, 16)) == "generated_kernel_16x16x16.py"
+    assert generated_filename(problem(16, 16, 16, col_a=True)) == "generated_kernel_16x16x16_NT.py"
+    assert generated_filename(problem(8, 8, 8, "bf16")) == "generated_kernel_8x8x8_bf16_bf16.py"
+    assert generated_filename(problem(8, 8, 8, "fp8", dtype_c="fp16")) == "generated_kernel_8x8x8_fp8_fp16.py"
+    mixed = replace(problem(8, 8, 8, "fp8", dtype_c="fp16"), dtype_b=DTYPES["bf8"])
+    assert generated_filename(mixed) == "generated_kernel_8x8x8_fp8_bf8_fp16.py"
+    assert generated_filename(replace(problem(8, 8, 8), bias=True)) == "generated_kernel_8x8x8_bias.py"
+
+
+def test_no_two_problems_share_a_file_name():
+    # sizes whose digits run together alike, two layouts and two dtypes of one size, with and without a bias
+    problems = [problem(16, 16, 16), problem(161, 6, 16), problem(1616, 1, 6), problem(1, 616, 16),
+                problem(16, 16, 16, col_a=True), problem(16, 16, 16, col_b=True), problem(16, 16, 16, "bf16"),
+                problem(16, 16, 16, "fp32"), problem(16, 16, 16, "fp8", dtype_c="fp16"),
+                problem(16, 16, 16, "fp8", dtype_c="fp32"), replace(problem(16, 16, 16), bias=True)]
+    names = [generated_filename(p) for p in problems]
+    assert len(set(names)) == len(problems), names
+    assert len({p.file_tag for p in problems}) == len(problems)  # checkpoints and scratch folders too
+    assert all(name.startswith("generated_kernel_") for name in names)
 
 
 def test_one_kernel_per_config_and_names_round_trip():
@@ -37,8 +56,14 @@ def test_one_kernel_per_config_and_names_round_trip():
     # split-K configs, and only they, get a reduction kernel
     assert [n for n in jitted if n.endswith("_reduce")] == [reduce_kernel_name(c) for c in CONFIGS if c.SPLIT_K > 1]
     assert [config_of_kernel(name) for name in main_kernels] == CONFIGS
-    for function in ("test_gemm", "main", *(f"try_config_{c}" for c in CONFIGS), *(f"matmul_{c}" for c in CONFIGS)):
+    for function in (*(f"try_config_{c}" for c in CONFIGS), *(f"matmul_{c}" for c in CONFIGS)):
         assert function in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    # the family's code is imported, not copied: the module defines only the per-config functions
+    assert set(jitted) == {*map(kernel_name, CONFIGS), *(reduce_kernel_name(c) for c in CONFIGS if c.SPLIT_K > 1)}
+    imported = {alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                and node.module == "tune_gemm.kernels.matmul_family" for alias in node.names}
+    assert {"main", "matmul_tile", "splitk_reduce_tile", "launch", "compile_config"} <= imported
+    assert "def matmul_tile(" not in source and "def test_gemm(" not in source
 
 
 def test_render_refuses_an_empty_config_list():
@@ -53,14 +78,14 @@ def test_every_config_matches_float64_at_an_odd_size(tmp_path, interpreter_env, 
     module = load_module(write_module(p, CONFIGS, tmp_path))
     assert set(module.LAUNCHERS) == {str(c) for c in CONFIGS}
     for name, launcher in module.LAUNCHERS.items():
-        error = module.check_config(launcher, module.PROBLEM, "cpu", seed=3)
+        error = family.check_config(launcher, module.PROBLEM, "cpu", seed=3)
         assert error <= p.dtype_a.tolerance, (name, error)
 
 
 def test_check_config_catches_an_unwritten_output(tmp_path, interpreter_env):
     module = load_module(write_module(problem(32, 32, 32), CONFIGS[:1], tmp_path))
-    assert module.check_config(lambda a, b, c: c, module.PROBLEM, "cpu") == float("inf")  # left poisoned
-    assert module.check_config(lambda a, b, c: c.copy_(a @ b * 1.1), module.PROBLEM, "cpu") > 0.05
+    assert family.check_config(lambda a, b, c: c, module.PROBLEM, "cpu") == float("inf")  # left poisoned
+    assert family.check_config(lambda a, b, c: c.copy_(a @ b * 1.1), module.PROBLEM, "cpu") > 0.05
 
 
 def test_generated_file_runs_standalone(tmp_path):
@@ -73,7 +98,7 @@ def test_generated_file_runs_standalone(tmp_path):
 def test_split_k_partials_are_summed(tmp_path, interpreter_env):
     p = problem(16, 16, 128)
     module = load_module(write_module(p, [Config(16, 16, 16, 1, 8, 1, 1)], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cpu")
+    a, b, c = family.make_operands(module.PROBLEM, "cpu")
     module.LAUNCHERS[str(Config(16, 16, 16, 1, 8, 1, 1))](a, b, c)
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-2)
 
@@ -141,7 +166,7 @@ def test_fused_reduction_configs_match_float64_in_one_launch(tmp_path, interpret
             error, _, grid = spied_check(monkeypatch, module, config, seed=seed)
             assert error <= p.dtype_a.tolerance, (config, error)
         assert grid == (-(-33 // config.BLOCK_SIZE_M) * -(-17 // config.BLOCK_SIZE_N), config.SPLIT_K)
-    assert all(not buffer.any() for buffer in module._kept_zero.values())  # counters and running sums
+    assert all(not buffer.any() for buffer in family_host._kept_zero.values())  # counters and running sums
 
 
 # num_ctas=2: Triton runs each program as a cluster of two CTAs that split its tile; the grid stays one program per
@@ -190,9 +215,11 @@ def test_warp_group_configs_render_a_gluon_kernel_that_binds_the_config(tmp_path
     assert {k.arg: ast.unparse(k.value) for k in call.keywords} == {"BLOCK_SIZE_M": "192", "GROUP_SIZE_M": "8",
                                                                      "STAGES": "5"}
     assert "launch_warp_groups(" in source and "compile_warp_group_config(" in source
-    # the Gluon family is inlined once, after the TMA family, and only where a config needs it
-    assert source.count("def warp_group_gemm(") == 1
-    assert source.index("def tma_persistent_tile(") < source.index("def warp_group_gemm(")
+    # the Gluon family is imported once, after the TMA family, and only where a config needs it
+    assert source.count("from tune_gemm.kernels.warp_group_family import (") == 1
+    assert "def warp_group_gemm(" not in source
+    assert source.index("from tune_gemm.kernels.tma_family import") < source.index(
+        "from tune_gemm.kernels.warp_group_family import")
     assert "gluon" not in render(p, [tma], "g.py")
     module = load_module(write_module(p, [wg, tma], tmp_path))  # imports wherever Triton has Gluon
     assert sorted(module.LAUNCHERS) == sorted([str(wg), str(tma)])

@@ -17,6 +17,7 @@ from tune_gemm.cli import main
 from tune_gemm.core.config import ATOMIC_REDUCE, Config
 from tune_gemm.generate import write_module
 from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels import matmul_family as family
 from tune_gemm.measure.baselines import (
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
@@ -51,7 +52,7 @@ def _check_all(tmp_path, p):
     failures = {}
     for name, launcher in module.LAUNCHERS.items():
         module.COMPILERS[name]()  # what the compile pool does: no launch
-        error = module.check_config(launcher, module.PROBLEM, "cuda", seed=7)
+        error = family.check_config(launcher, module.PROBLEM, "cuda", seed=7)
         if not error <= p.dtype_a.tolerance:
             failures[name] = error
     assert not failures, failures
@@ -84,31 +85,31 @@ def test_int8_configs_are_exact(tmp_path, M, N, K, col_a, col_b, bias):
 def test_the_baseline_runs_on_the_configs_operands(tmp_path, dtype, dtype_c, col_b, bias):
     p = replace(problem(1024, 512, 768, dtype, False, col_b, dtype_c), bias=bias)
     module = load_module(write_module(p, CONFIGS[:1], tmp_path))
-    operands = module.make_operands(module.PROBLEM, "cuda", seed=3)
+    operands = family.make_operands(module.PROBLEM, "cuda", seed=3)
     baseline = baseline_for([operands])
     assert baseline.label == baseline_label(p)
     a, b, c, *extra = operands
-    module.poison(c)
+    family.poison(c)
     with baseline.precision():
         baseline(0)
     torch.cuda.synchronize()
     if baseline.label not in (FP8_DEQUANTIZED, INT8_AS_FP32):  # the library call wrote C: the configs' product
-        assert module.relative_error(c, a, b, *extra) <= p.dtype_a.tolerance, baseline.label
+        assert family.relative_error(c, a, b, *extra) <= p.dtype_a.tolerance, baseline.label
 
 
 def test_the_fp32_baseline_runs_as_tf32_inside_its_precision_only(tmp_path):
     # TF32 keeps 10 of fp32's 23 mantissa bits: ~3e-4 relative error at this size, against ~1e-6 in full precision
     p = problem(1024, 512, 768, "fp32")
     module = load_module(write_module(p, CONFIGS[:1], tmp_path))
-    a, b, c = module.make_operands(module.PROBLEM, "cuda", seed=4)[:3]
+    a, b, c = family.make_operands(module.PROBLEM, "cuda", seed=4)[:3]
     baseline = baseline_for([(a, b, c)])
     assert baseline.label == MATMUL_TF32
     errors = []
     for tf32 in (True, False):
-        module.poison(c)
+        family.poison(c)
         with baseline.precision() if tf32 else contextlib.nullcontext():
             baseline(0)
-        errors.append(module.relative_error(c, a, b))
+        errors.append(family.relative_error(c, a, b))
     assert 1e-4 < errors[0] <= p.dtype_a.tolerance and errors[1] < 1e-5, errors
 
 

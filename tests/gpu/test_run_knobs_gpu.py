@@ -16,6 +16,7 @@ from tune_gemm.cli import main
 from tune_gemm.core.config import ATOMIC_REDUCE, Config
 from tune_gemm.generate import write_module
 from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels import matmul_family as family
 from tune_gemm.measure.cache_flush import FLUSH_KERNEL, CacheFlush
 from tune_gemm.measure.job import ChildJob
 from tune_gemm.run.gpus import pinning_env
@@ -49,7 +50,7 @@ def test_compiled_bias_epilogue_matches_float64(tmp_path, config):
     path = write_module(p, [config], tmp_path)
     module = load_module(str(path))
     module.COMPILERS[str(config)]()  # the compile stage's specialization (bias pointer and HAS_BIAS)
-    assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda") <= p.dtype_a.tolerance
+    assert family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda") <= p.dtype_a.tolerance
 
 
 def test_flush_kernel_rewrites_twice_the_l2():

@@ -20,6 +20,8 @@ from tune_gemm.core.config import (
 from tune_gemm.core.device import INTERPRETER_PROFILE
 from tune_gemm.generate import write_module
 from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels import matmul_family as family
+from tune_gemm.kernels.matmul_family import host as family_host
 from tune_gemm.space.rules import RULES_BY_NAME
 
 pytestmark = [
@@ -119,9 +121,9 @@ def test_split_k_configs_compiled_ahead_and_correct(tmp_path, dtype, M, N, K, co
     module = load_module(write_module(p, [SPLIT_CONFIGS[0], SPLIT_CONFIGS[-1]], again))
     for config in (SPLIT_CONFIGS[0], SPLIT_CONFIGS[-1]):
         for seed in (8, 9):  # the second launch finds the arrival counters (and running sums) the first left
-            assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed) <= (
+            assert family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed) <= (
                 p.dtype_a.tolerance)
-            assert all(not buffer.any() for buffer in module._kept_zero.values())
+            assert all(not buffer.any() for buffer in family_host._kept_zero.values())
 
 
 @pytest.mark.parametrize("dtype, dtype_c", [("fp8", "fp16"), ("int8", "int32")])
@@ -249,7 +251,7 @@ def _split_twice(monkeypatch, tmp_path, p, configs: list, slices_option: str) ->
     for config in configs:
         spy = spied(monkeypatch, module, config)
         for seed in (8, 9):
-            error = module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed)
+            error = family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda", seed=seed)
             assert error <= p.dtype_a.tolerance, (str(config), seed, error)
         if spy.launches[0][1].get(slices_option, 1) > 1:
             split += 1
@@ -319,7 +321,7 @@ def test_a_tma_config_in_clusters_runs_one_program_per_cluster(tmp_path, monkeyp
     config = CLUSTER_CONFIGS[1]
     module = load_module(write_module(problem(4096, 4096, 4096), [config], tmp_path))  # 1024 tiles
     spy = spied(monkeypatch, module, config)
-    assert module.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda") <= module.PROBLEM.tolerance
+    assert family.check_config(module.LAUNCHERS[str(config)], module.PROBLEM, "cuda") <= module.PROBLEM.tolerance
     assert spy.launches[0][1]["num_ctas"] == 2
     assert spy.grids == [(torch.cuda.get_device_properties(0).multi_processor_count // 2,)]
 
@@ -338,15 +340,15 @@ def test_unaligned_c_has_no_region_written_outside_its_view(tmp_path):
     """A sliced C whose rows are not 16-byte aligned: pointer stores fill it and leave the storage around it alone."""
     M, N, K = 4095, 4097, 1023
     module = load_module(write_module(problem(M, N, K), CONFIGS, tmp_path))
-    a, b, _ = module.make_operands(module.PROBLEM, "cuda", seed=3)
+    a, b, _ = family.make_operands(module.PROBLEM, "cuda", seed=3)
     storage = torch.full((M + 300, N + 301), 7.0, dtype=torch.float16, device="cuda")
     c = storage[1:M + 1, 3:N + 3]
     outside = torch.ones_like(storage, dtype=torch.bool)
     outside[1:M + 1, 3:N + 3] = False
     for name, launcher in module.LAUNCHERS.items():
-        module.poison(c)
+        family.poison(c)
         launcher(a, b, c)
-        assert module.relative_error(c, a, b) <= module.PROBLEM.tolerance, name
+        assert family.relative_error(c, a, b) <= module.PROBLEM.tolerance, name
         assert bool((storage[outside] == 7.0).all()), name
 
 
@@ -354,10 +356,10 @@ def test_bias_on_gpu(tmp_path):
     p = replace(problem(1000, 1024, 512), bias=True)
     module = load_module(write_module(p, CONFIGS[:2], tmp_path))
     for launcher in module.LAUNCHERS.values():
-        a, b, c, bias = module.make_operands(module.PROBLEM, "cuda", seed=1)
+        a, b, c, bias = family.make_operands(module.PROBLEM, "cuda", seed=1)
         c.fill_(float("nan"))
         launcher(a, b, c, bias)
-        assert module.relative_error(c, a, b, bias) <= module.PROBLEM.tolerance
+        assert family.relative_error(c, a, b, bias) <= module.PROBLEM.tolerance
 
 
 def _kernels_per_launch(module, launches: int = 6) -> tuple:
@@ -366,7 +368,7 @@ def _kernels_per_launch(module, launches: int = 6) -> tuple:
     from tune_gemm.measure.schema import per_launch_totals
 
     (name, launcher), = module.LAUNCHERS.items()
-    a, b, c = module.make_operands(module.PROBLEM, "cuda")
+    a, b, c = family.make_operands(module.PROBLEM, "cuda")
     rows = CuptiTimer().measure(name, lambda i: launcher(a, b, c), launches)
     gemm_only = [r.duration_ns for r in rows if r.kernel_name.startswith("matmul_kernel_")]
     return len(rows) / launches, per_launch_totals(rows, name), gemm_only

@@ -139,7 +139,7 @@ def test_space_file_takes_hints_and_refuses_stage_zero():
 
 def test_generated_launch_options_quote_the_hint():
     config = Config(32, 32, 32, num_stages=0, schedule_hint="local-prefetch", **ROCM_KNOBS)
-    source = render(problem(64, 64, 64), [config], "generated_kernel646464.py")
+    source = render(problem(64, 64, 64), [config], "generated_kernel_64x64x64.py")
     assert ("options=((\"waves_per_eu\", 0), (\"matrix_instr_nonkdim\", 16), (\"kpack\", 2), "
             "(\"schedule_hint\", 'local-prefetch'),)") in source
-    compile(source, "generated_kernel646464.py", "exec")  # valid Python
+    compile(source, "generated_kernel_64x64x64.py", "exec")  # valid Python

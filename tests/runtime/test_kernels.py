@@ -52,7 +52,7 @@ def test_num_ctas_reaches_the_plain_launch_with_one_program_per_tile(spy_on):
 
 def test_num_ctas_reaches_the_tma_launch_with_one_program_per_cluster(spy_on, monkeypatch):
     spy = spy_on(tma_family, "tma_persistent_tile")
-    monkeypatch.setattr(tma_family, "INTERPRETER_PROGRAMS", 6)  # 6 stand-in SMs: 3 clusters of 2, fewer than 6 tiles
+    monkeypatch.setattr(tma_family.slicing, "INTERPRETER_PROGRAMS", 6)  # 6 stand-in SMs: 3 clusters of 2, fewer than 6 tiles
     assert _error(Config(64, 64, 64, 2, 1, 4, 2, PERSISTENT_TMA=1, num_ctas=2)) <= DTYPES["fp16"].tolerance
     [(_, kwargs)] = spy.launches
     assert kwargs["num_ctas"] == 2

@@ -83,7 +83,7 @@ def test_kill_9_in_the_middle_of_a_size_then_the_same_command_resumes(tmp_path, 
     command = [sys.executable, str(ROOT / "tune_gemm.py"), *SIZE, "--interpret", "--space", str(space),
                "--iters", "3", "--warmup", "1", "--search", "exhaustive", "--quiet",
                "--tuning_results_file", str(tmp_path / "out.yaml")]
-    checkpoint = tmp_path / "tune_gemm_work" / "checkpoints" / "323232.json"
+    checkpoint = tmp_path / "tune_gemm_work" / "checkpoints" / "32x32x32.json"
     # the config the search times last hangs in this run, so that the kill always lands with configs left to time
     configs = [f"BM{m}_BN{n}_BK{k}_GM1_SK1_nW1_nS1" for m in (16, 32) for n in (16, 32) for k in (16, 32)]
     stuck = {**os.environ, ENV_VAR: f"{visiting_order(configs)[-1]}=hang"}

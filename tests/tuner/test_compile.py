@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import problem
+from helpers import fresh_kernel_families, problem
 
 import tune_gemm.compile.pool
 import tune_gemm.generate.loader
@@ -33,8 +33,14 @@ NAMES = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN32_BK32_GM1_SK1_nW4_nS2", "BM
 
 
 @pytest.fixture
-def module(tmp_path, monkeypatch):
+def compiled_kernels(monkeypatch):
+    """Compiled kernels, as on a GPU: the families a generated module imports decorated anew as JIT functions."""
+    fresh_kernel_families(monkeypatch)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+@pytest.fixture
+def module(tmp_path, compiled_kernels):
     return write_module(problem(64, 64, 64), [Config.parse(name) for name in NAMES], tmp_path)
 
 
@@ -76,7 +82,7 @@ ERROR_LINE = b"part0.py:6:32: error: 'tt.descriptor_store' op tensor descriptor 
 def test_a_failed_compile_prints_nothing_and_names_its_first_error(tmp_path, monkeypatch, capfd):
     printed = ERROR_LINE + b"part0.py:15:76: note: called from\npart0.py:1:0: error: Failures have been detected\n"
     monkeypatch.setattr(tune_gemm.compile.pool, "_worker", _PrintingCompiler("RuntimeError: PassManager::run failed", printed))
-    name, reason, _ = tune_gemm.compile.pool._compile_in_worker((NAMES[0], str(tmp_path / "generated_kernel646464.py")))
+    name, reason, _ = tune_gemm.compile.pool._compile_in_worker((NAMES[0], str(tmp_path / "generated_kernel_64x64x64.py")))
     assert capfd.readouterr().err == ""
     log = tmp_path / COMPILER_LOGS / f"{NAMES[0]}.log"
     assert log.read_text() == printed.decode()
@@ -128,16 +134,15 @@ def test_configs_of_several_parts_each_compile_from_their_part_loaded_once(tmp_p
     assert sorted(loads) == sorted({str(path) for path in parts.values()})  # each part once
 
 
-def test_threads_share_one_load_of_each_part(tmp_path, parts, loads, monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # compiled kernels: without a GPU, each fails to compile
+def test_threads_share_one_load_of_each_part(tmp_path, parts, loads, compiled_kernels):
+    # compiled kernels: without a GPU, each fails to compile
     outcome = compile_all(tmp_path / "generated_kernel_absent.py", MORE, 3, interpret=False, pool="thread",
                           parts=parts)
     assert sorted([*outcome.compiled, *outcome.failed]) == sorted(MORE)
     assert sorted(loads) == sorted({str(path) for path in parts.values()})
 
 
-def test_process_workers_load_configs_from_their_parts(tmp_path, parts, monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+def test_process_workers_load_configs_from_their_parts(tmp_path, parts, compiled_kernels):
     # loading the absent whole module would raise out of the stream: every result here came from a part
     outcome = compile_all(tmp_path / "generated_kernel_absent.py", MORE, 2, interpret=False, parts=parts)
     assert sorted([*outcome.compiled, *outcome.failed]) == sorted(MORE)

@@ -103,7 +103,7 @@ def test_rounds_after_the_first_load_their_configs_from_parts_of_their_own(tmp_p
     monkeypatch.setattr(refine, "REFINE", REFINE)
     outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final", keep=True)  # parts kept
     first, second, final = jobs
-    assert {Path(path).parent.name for path in first.parts.values()} == {"tune323232"}
+    assert {Path(path).parent.name for path in first.parts.values()} == {"tune32x32x32"}
     for job, folder in ((second, "round1_parts"), (final, "round2_parts")):
         assert sorted(job.parts) == sorted(job.time_configs)
         assert {Path(path).parent.name for path in job.parts.values()} == {folder}

@@ -48,12 +48,15 @@ class GemmProblem:
 
     @property
     def file_tag(self) -> str:
-        """Suffix of generated file names, as the seed: generated_kernel<M><N><K>.py (plus layout/dtype when not default)."""
-        tag = f"{self.M}{self.N}{self.K}"
+        """What names this problem's files (generated_kernel_<tag>.py, checkpoints, scratch folders): <M>x<N>x<K>, then
+        the layouts where either is column-major (_NT), the dtypes where not all fp16 (_<A>_<C>, or _<A>_<B>_<C> where
+        A's and B's differ) and _bias. Sizes are cut apart by 'x', so no two problems share a tag."""
+        tag = f"{self.M}x{self.N}x{self.K}"
         if self.col_a or self.col_b:
             tag += "_" + "".join(self.layouts)
-        if (self.dtype_a.name, self.dtype_c.name) != ("fp16", "fp16"):
-            tag += f"_{self.dtype_a.name}_{self.dtype_c.name}"
+        dtypes = (self.dtype_a.name, self.dtype_b.name, self.dtype_c.name)
+        if dtypes != ("fp16", "fp16", "fp16"):
+            tag += "_" + "_".join(dtypes if self.dtype_b != self.dtype_a else (dtypes[0], dtypes[2]))
         if self.bias:
             tag += "_bias"
         return tag

@@ -6,8 +6,10 @@ different), so without help each size would compile again binaries that an earli
 built. Loading pins every kernel's line to 0: the key is then the kernel's source, its dependencies
 and its specialization, and a size list compiles each distinct binary once. (The line only feeds the
 key; the locations in the compiled code come from the real line, read when the kernel was defined.)
-Loading also settles the keys of the family's helper functions (settle_helper_keys), so that a kernel's key
-does not depend on which kernel a process happened to build first. Both the compile workers and the child
+The family functions a kernel calls live in the kernel family modules (tune_gemm.kernels), the same file
+and lines for every generated module, so their own keys need no pin. Loading also settles the keys of
+those helper functions (settle_helper_keys), so that a kernel's key does not depend on which kernel a
+process happened to build first. Both the compile workers and the child
 load modules through here, so their keys agree; they load each module once, on first need (ModuleCache),
 since they take configs from several part modules (tune_gemm.generate.parts).
 """
@@ -16,12 +18,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
 
 from tune_gemm.core.config import KERNEL_PREFIX
+
+FAMILIES = "tune_gemm.kernels."  # the modules whose Triton functions generated kernels call
 
 
 def load_module(path: str | Path) -> ModuleType:
@@ -49,9 +54,34 @@ def _own_jit_functions(module: ModuleType) -> dict:
             if isinstance(value, JITCallable) and value.__module__ == module.__name__}
 
 
+def helper_functions(module: ModuleType) -> list:
+    """The Triton functions `module`'s kernels may call: its own Triton functions but the per-config kernels, and
+    every Triton function of the kernel family modules it imports Triton functions from, and of the family modules
+    those import from, and so on (Triton's own functions are no helpers). Under the interpreter there are none."""
+    from triton.runtime.jit import JITCallable
+
+    helpers: dict[int, object] = {}
+    visited = {module.__name__}
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        for name, value in vars(current).items():
+            if not isinstance(value, JITCallable):
+                continue
+            own = value.__module__ == module.__name__
+            if (own and name.startswith(KERNEL_PREFIX)) or not (own or value.__module__.startswith(FAMILIES)):
+                continue
+            helpers.setdefault(id(value), value)
+            owner = sys.modules.get(value.__module__)
+            if owner is not None and owner.__name__ not in visited:
+                visited.add(owner.__name__)
+                pending.append(owner)
+    return list(helpers.values())
+
+
 def settle_helper_keys(module: ModuleType) -> int:
-    """Compute the cache keys of `module`'s helper functions (all its Triton functions but the per-config
-    kernels) again and again until they stop changing; returns how many rounds that took (0 under the
+    """Compute the cache keys of the helper functions `module`'s kernels call (helper_functions: the kernel
+    families') again and again until they stop changing; returns how many rounds that took (0 under the
     interpreter, where there are no keys).
 
     Triton 3.6 folds the global constants a callee uses into its caller's key from what the callee recorded
@@ -62,7 +92,7 @@ def settle_helper_keys(module: ModuleType) -> int:
     compiled them again itself, one at a time (63 of 143 configs of one round at 4096³). With the helpers
     settled first, every kernel's key is the same in every process. Triton 3.9 computes callees first: its
     keys do not change after the first round."""
-    helpers = [value for name, value in _own_jit_functions(module).items() if not name.startswith(KERNEL_PREFIX)]
+    helpers = helper_functions(module)
     if not helpers:
         return 0
     keys = None

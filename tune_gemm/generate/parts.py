@@ -6,7 +6,7 @@ kernel's source, and Python's inspect copies the rest of the file's lines for ea
 large pruned space takes half a minute to import, once in every compile worker and in every timing child
 before it can start. A part is the writer's output for a contiguous slice of the configs (in the order of the
 list): the same family and the same kernel text per config. The tuner's compile workers and children load the
-part of each config they handle (tune_gemm.generate.loader.ModuleCache), while the complete generated_kernel<M><N><K>.py
+part of each config they handle (tune_gemm.generate.loader.ModuleCache), while the complete generated_kernel_<size>.py
 stays what users open.
 
 A binary compiled from a part is found by a process that loads the same config from another module, because

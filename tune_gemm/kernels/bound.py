@@ -1,8 +1,9 @@
-"""Run-time launchers: one config of the tuner's kernel families (tune_gemm/kernels/matmul_family.py, tune_gemm/kernels/tma_family.py for
-PERSISTENT_TMA configs, tune_gemm/kernels/warp_group_family.py for WARP_GROUPS ones) run on any shape.
+"""Run-time launchers: one config of the tuner's kernel families (tune_gemm.kernels.matmul_family,
+tune_gemm.kernels.tma_family for PERSISTENT_TMA configs, tune_gemm.kernels.warp_group_family for WARP_GROUPS ones) run
+on any shape.
 
 Why not the generated modules the tuner writes: a generated module is written per problem size and holds
-one named kernel per config so that profilers can attribute time by kernel name. At run time one config
+one named kernel per config (calling the same family functions) so that profilers can attribute time by kernel name. At run time one config
 serves many shapes and no profiler needs that name, so the families' own tile kernels (`matmul_tile`, or
 `matmul_tile_static_shape` for STATIC_SHAPE configs, and its split-K `splitk_reduce_tile` unless FUSED_REDUCE, or
 `tma_persistent_tile`, its K split always fused, or `warp_group_gemm`) are launched with the config's block sizes and

@@ -7,10 +7,9 @@
 # 320 = 256 + 64 and 384 = 256 + 128, wider than any other kernel's tile) and stores them through
 # TMA. Triton's own compiler splits every part of a compound tile between all the warp groups, and
 # the 64-row parts then run as matrix instructions 32 or 64 columns wide; here every instruction is
-# as wide as its part. The generator copies this source after the TMA family into generated modules
-# that hold WARP_GROUPS configs.
+# as wide as its part. Generated modules that hold WARP_GROUPS configs import it (Gluon needs a Triton
+# that has it).
 # ---------------------------------------------------------------------------------------------
-# family-imports-begin (the generator drops these lines: the families above define the names)
 import torch
 import triton
 from triton.experimental import gluon
@@ -26,23 +25,19 @@ from triton.experimental.gluon.nvidia.hopper import (
     TensorDescriptor as GluonTensorDescriptor,
 )
 
-from tune_gemm.kernels.matmul_family import (
-    INTERPRETED,
-    TileConfig,
+from tune_gemm.core.geometry import block_parts
+from tune_gemm.kernels.matmul_family.device import INTERPRETED
+from tune_gemm.kernels.matmul_family.host import loaded_resources
+from tune_gemm.kernels.matmul_family.replay import (
     capture,
-    loaded_resources,
     remember,
     replay_key,
     replay_of,
 )
-from tune_gemm.kernels.tma_family import (
-    block_parts,
-    is_column_major,
-    persistent_grid,
-    rebased,
-)
-
-# family-imports-end
+from tune_gemm.kernels.matmul_family.specs import TileConfig
+from tune_gemm.kernels.tma_family.copies import is_column_major
+from tune_gemm.kernels.tma_family.operands import rebased
+from tune_gemm.kernels.tma_family.slicing import persistent_grid
 
 GROUP_ROWS = gl.constexpr(64)  # rows of C one consumer warp group computes: the warpgroup MMA's M
 # Registers a thread of a consumer warp group may hold (setmaxnreg) where there are three: its accumulators take 96 at

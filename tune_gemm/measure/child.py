@@ -60,8 +60,10 @@ def _set_count(job: ChildJob, bytes_per_set: int, free_bytes: int) -> int:
 
 
 def _operand_sets(module, job: ChildJob, device: str) -> list:
+    from tune_gemm.kernels.matmul_family import make_operands  # loaded with the generated module, which imports it
+
     problem = module.PROBLEM
-    first = module.make_operands(problem, device, seed=job.seed, init_type=job.init_type)
+    first = make_operands(problem, device, seed=job.seed, init_type=job.init_type)
     bytes_per_set = sum(t.numel() * t.element_size() for t in first if t is not None)  # fp8 without bias: None
     free_bytes = 0
     if device == "cuda":
@@ -69,7 +71,7 @@ def _operand_sets(module, job: ChildJob, device: str) -> list:
 
         free_bytes = torch.cuda.mem_get_info()[0]
     count = _set_count(job, bytes_per_set, free_bytes)
-    return [first] + [module.make_operands(problem, device, seed=job.seed + i, init_type=job.init_type)
+    return [first] + [make_operands(problem, device, seed=job.seed + i, init_type=job.init_type)
                       for i in range(1, count)]
 
 
@@ -205,10 +207,12 @@ def run_counted(job: ChildJob, timeline: Timeline | None = None) -> tuple[int, _
 def _run(job: ChildJob, timeline: Timeline, progress: _Progress) -> int:
     modules = ModuleCache()
     configs = [*job.time_configs, *job.check_configs]
-    # the first config's module, which the child loads anyway, serves the family's helpers (the same in every part)
+    # the first config's module, which the child loads anyway, imports the families (the same for every part)
     module = modules.get(job.module_of(configs[0]) if configs else job.module_path)
+    from tune_gemm.kernels.matmul_family import INTERPRETED, check_config
+
     timeline.mark("module")
-    device = "cpu" if module.INTERPRETED else "cuda"
+    device = "cpu" if INTERPRETED else "cuda"
     timer = TIMERS[job.timer]()
     faults = injected_faults()
     count = job.warmup + job.iters
@@ -241,7 +245,7 @@ def _run(job: ChildJob, timeline: Timeline, progress: _Progress) -> int:
         append_rows(Path(job.csv_path), per_launch_totals(rows, BASELINE_NAME))
 
     def check(name: str) -> None:
-        error = module.check_config(launcher_of(name), module.PROBLEM, device, seed=job.seed + 1000)
+        error = check_config(launcher_of(name), module.PROBLEM, device, seed=job.seed + 1000)
         _save_check(Path(job.check_path), name, error)
 
     for batch in config_batches(job):

@@ -19,7 +19,7 @@ _CORE = ("num_warps", "num_stages", "num_ctas")
 
 _HEADER = '''"""Winning tune_gemm configs for one GPU, as triton.Config for @triton.autotune (tune_gemm --export triton).
 
-The kwargs are the compile-time parameters of tune_gemm's kernel family (tune_gemm/kernels/matmul_family.py, matmul_tile),
+The kwargs are the compile-time parameters of tune_gemm's kernel family (tune_gemm.kernels.matmul_family, matmul_tile),
 named as in the results file: a kernel autotuned over this list must take each of them as a tl.constexpr.
 
     from {module} import CONFIGS
