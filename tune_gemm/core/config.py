@@ -70,7 +70,7 @@ class StreamK(Mode):
     # the tiles of a partly idle last wave shared out by K iterations (tune_gemm.kernels.tma_family.stream_k_part)
     STREAM_K = 1
     # the tiles past the last whole wave in K slices that add into one running sum per tile (atomic adds,
-    # tune_gemm.kernels.tma_family.tail_slices)
+    # tune_gemm.core.geometry.tail_slices)
     SPLIT_TAIL = 2
 
 
@@ -78,10 +78,10 @@ class NarrowEdge(Mode):
     """NARROW_EDGE: how the TMA family computes the columns past the last whole BLOCK_SIZE_N tile."""
 
     OFF = 0  # in whole tiles, past N
-    APART = 1  # in narrower edge tiles after the whole tiles (tune_gemm.kernels.tma_family.edge_columns, edge_part)
-    FUSED = 2  # each edge tile in the K loop of its row's last whole tile (tune_gemm.kernels.tma_family.edge_part)
+    APART = 1  # in narrower edge tiles after the whole tiles (tune_gemm.core.geometry.edge_columns, edge_part)
+    FUSED = 2  # each edge tile in the K loop of its row's last whole tile (tune_gemm.kernels.tma_family.device.edge_part)
     # apart, each edge tile's K loop cut into slices that programs claim as units of work and that add into one
-    # running sum (atomic adds, tune_gemm.kernels.tma_family.edge_slices)
+    # running sum (atomic adds, tune_gemm.core.geometry.edge_slices)
     SPLIT = 3
 
 
@@ -217,7 +217,7 @@ class Config:
     EPILOGUE_SUBTILE: int = 0  # 1: store the output tile in two halves, halving its shared memory
     # STREAM_K (1): the tiles of a partly idle last wave are shared out by K iterations (needs PERSISTENT_TMA);
     # SPLIT_TAIL (2): the tiles past the last whole wave run in K slices that add into one running sum per tile (atomic
-    # adds), so that a few tiles after whole waves keep every SM busy (tune_gemm.kernels.tma_family.tail_slices).
+    # adds), so that a few tiles after whole waves keep every SM busy (tune_gemm.core.geometry.tail_slices).
     STREAM_K: StreamK = StreamK.OFF
     schedule_hint: str | None = None  # AMD: instruction scheduling variant of the K loop, e.g. "none"
     # NVIDIA compute capability 9+: each program runs as a cluster of this many CTAs that split its tile (Triton's
@@ -235,10 +235,10 @@ class Config:
     ALIGN_ROWS: int = 0
     # APART (1): the TMA family computes the columns past the last whole BLOCK_SIZE_N tile in narrower tiles, as wide as
     # those columns rounded up to a power of two (or, where that is a whole tile, half a tile and tiles as wide as the
-    # rest), after the whole tiles (tune_gemm.kernels.tma_family.edge_columns, edge_part); FUSED (2): each beside a
-    # whole tile of its rows, in that tile's K loop (tune_gemm.kernels.tma_family.edge_part); SPLIT (3): apart, each
+    # rest), after the whole tiles (tune_gemm.core.geometry.edge_columns, edge_part); FUSED (2): each beside a
+    # whole tile of its rows, in that tile's K loop (tune_gemm.kernels.tma_family.device.edge_part); SPLIT (3): apart, each
     # edge tile's K loop cut into slices that sum into one running sum (atomic adds), so that a few edge tiles after
-    # whole waves keep every SM busy (tune_gemm.kernels.tma_family.edge_slices).
+    # whole waves keep every SM busy (tune_gemm.core.geometry.edge_slices).
     NARROW_EDGE: NarrowEdge = NarrowEdge.OFF
     # SLOTS (1, with SPLIT_K > 1): a tile's K slices sum their partial products themselves, the last to finish adding
     # the others' into C in slice order (tune_gemm.kernels.matmul_family.finish_split_tile), instead of a reduction

@@ -52,7 +52,7 @@ def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 
 
 def _split_tail(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
-    # The tiles past the last whole wave in K slices (tune_gemm.kernels.tma_family.tail_slices) pay only where those
+    # The tiles past the last whole wave in K slices (tune_gemm.core.geometry.tail_slices) pay only where those
     # tiles are few enough that each is cut into at least TAIL_LEAST_SLICES: measured on the H100 (Triton 3.6, fp16,
     # BENCHMARKS.md, twenty-second run), 128x256 tiles at 5120x5120x4096 (8 tiles past six waves, 8 slices each) took
     # 330.8-335.0 us against 357.4-362.7 whole, but at 4096x5120x4096 (112 tiles past four waves, 2 slices each)
