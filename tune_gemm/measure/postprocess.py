@@ -49,7 +49,8 @@ def summarize(frame: pd.DataFrame, warmup: int, statistic: str = "median") -> pd
 
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}")
-    frame = frame.assign(subject=frame["kernel_name"].map(_subject)).dropna(subset=["subject"])
+    subjects = {name: _subject(name) for name in frame["kernel_name"].unique()}  # each name parsed once
+    frame = frame.assign(subject=frame["kernel_name"].map(subjects)).dropna(subset=["subject"])
     per_launch = frame.groupby(["subject", "instance"], as_index=False)["duration_ns"].sum()
     timed = _without_spikes(per_launch, per_launch[per_launch["instance"] >= warmup])
     grouped = timed.sort_values("instance").groupby("subject")["duration_ns"]
