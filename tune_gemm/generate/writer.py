@@ -104,28 +104,32 @@ _TILE_CONFIG = '''CONFIG_$config_name = TileConfig(
     SPLIT_K=$SPLIT_K, num_warps=$num_warps, num_stages=$num_stages$options$fused_reduce,
 )'''
 
-_LAUNCHER = Template('''
+# A config's launcher and compile helper: its family's launch and compile functions over the config's kernel, its
+# constants (CONFIG_, and VARIANT_ for the TMA family) and the call's tensors.
+_CALLS = Template('''
 
-''' + _TILE_CONFIG + '''
+''' + _TILE_CONFIG + '''$variant
 
 
 def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
-    return launch(
-        $kernel,
-        $reduce_ref,
-        CONFIG_$config_name,
+    return $launch(
+        $bound,
         a, b, c, bias, scale_a, scale_b,
     )
 
 
 def $compiler():
-    return compile_config(
-        $kernel,
-        $reduce_ref,
-        CONFIG_$config_name,
+    return $compile(
+        $bound,
         PROBLEM,
     )
 ''')
+
+_TMA_VARIANT = Template('''
+VARIANT_$config_name = TmaVariant(
+    epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K, swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS,
+    narrow_edge=$NARROW_EDGE, fused_edge=$FUSED_EDGE, split_edge=$SPLIT_EDGE, split_tail=$SPLIT_TAIL,
+)''')
 
 _TMA_KERNEL = Template('''
 
@@ -150,33 +154,6 @@ def $kernel(
         EXTRA_M=EXTRA_M, EXTRA_N=EXTRA_N, SPLIT_K=$SPLIT_K, FUSED_REDUCE=$FUSED_REDUCE)
 ''')
 
-_TMA_LAUNCHER = Template('''
-
-''' + _TILE_CONFIG + '''
-VARIANT_$config_name = TmaVariant(
-    epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K, swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS,
-    narrow_edge=$NARROW_EDGE, fused_edge=$FUSED_EDGE, split_edge=$SPLIT_EDGE, split_tail=$SPLIT_TAIL,
-)
-
-
-def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
-    return launch_tma(
-        $kernel,
-        CONFIG_$config_name,
-        VARIANT_$config_name,
-        a, b, c, bias, scale_a, scale_b,
-    )
-
-
-def $compiler():
-    return compile_tma_config(
-        $kernel,
-        CONFIG_$config_name,
-        VARIANT_$config_name,
-        PROBLEM,
-    )
-''')
-
 _WARP_GROUP_KERNEL = Template('''
 
 # ---- $config_name ----
@@ -187,27 +164,6 @@ def $kernel(
     warp_group_gemm(
         a_desc, b_desc, b_right, c_desc, c_right, bias_ptr, M, N, K, stride_bias,
         BLOCK_SIZE_M=$BLOCK_SIZE_M, GROUP_SIZE_M=$GROUP_SIZE_M, STAGES=$num_stages)
-''')
-
-_WARP_GROUP_LAUNCHER = Template('''
-
-''' + _TILE_CONFIG + '''
-
-
-def $launcher(a, b, c, bias=None, scale_a=None, scale_b=None):
-    return launch_warp_groups(
-        $kernel,
-        CONFIG_$config_name,
-        a, b, c, bias, scale_a, scale_b,
-    )
-
-
-def $compiler():
-    return compile_warp_group_config(
-        $kernel,
-        CONFIG_$config_name,
-        PROBLEM,
-    )
 ''')
 
 _FOOTER = Template('''
@@ -271,6 +227,11 @@ def _imports(configs: list[Config]) -> str:
     return "".join(lines)
 
 
+def _one_a_line(*arguments: str) -> str:
+    """Call arguments of a launcher's body, one a line."""
+    return ",\n        ".join(arguments)
+
+
 def _torch_name(problem_dtype) -> str:
     return str(problem_dtype.torch_dtype).removeprefix("torch.")
 
@@ -308,17 +269,23 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
             SPLIT_TAIL=config.STREAM_K == SPLIT_TAIL,
             options=_options(config), shape_parameters=_shape_parameters(config),
         )
+        constants = f"CONFIG_{config}"
         if config.WARP_GROUPS:  # no K split and no launch options: the kernel takes neither
             names.update(SPLIT_K=1, options="", fused_reduce="")
-            parts += [_WARP_GROUP_KERNEL.substitute(names), _WARP_GROUP_LAUNCHER.substitute(names)]
-            continue
-        if config.PERSISTENT_TMA:
-            parts += [_TMA_KERNEL.substitute(names), _TMA_LAUNCHER.substitute(names)]
-            continue
-        parts.append(_KERNEL.substitute(names))
-        if config.reduction_kernel:
-            parts.append(_REDUCE_KERNEL.substitute(names))
-        parts.append(_LAUNCHER.substitute(names))
+            parts.append(_WARP_GROUP_KERNEL.substitute(names))
+            calls = dict(launch="launch_warp_groups", compile="compile_warp_group_config", variant="",
+                         bound=_one_a_line(names["kernel"], constants))
+        elif config.PERSISTENT_TMA:
+            parts.append(_TMA_KERNEL.substitute(names))
+            calls = dict(launch="launch_tma", compile="compile_tma_config", variant=_TMA_VARIANT.substitute(names),
+                         bound=_one_a_line(names["kernel"], constants, f"VARIANT_{config}"))
+        else:
+            parts.append(_KERNEL.substitute(names))
+            if config.reduction_kernel:
+                parts.append(_REDUCE_KERNEL.substitute(names))
+            calls = dict(launch="launch", compile="compile_config", variant="",
+                         bound=_one_a_line(names["kernel"], names["reduce_ref"], constants))
+        parts.append(_CALLS.substitute(names, **calls))
     parts.append(_FOOTER.substitute(
         launchers="".join(f'    "{c}": {launcher_name(c)},\n' for c in configs),
         compilers="".join(f'    "{c}": {compiler_name(c)},\n' for c in configs),
