@@ -185,3 +185,17 @@ def test_a_compound_tile_config_launches_its_parts_on_any_shape(spy_on):
     named = spy.named()
     assert list(named["a_lower"].block_shape) == [32, 32] and list(named["b_right"].block_shape) == [32, 16]
     assert isinstance(named["c_corner"], torch.Tensor)  # C's rows of 130 halves: stored through pointers
+
+
+@pytest.mark.parametrize("knobs", [{"SPLIT_K": 2, "FUSED_REDUCE": 1}, {"SPLIT_K": 2, "FUSED_REDUCE": ATOMIC_REDUCE},
+                                   {"PERSISTENT_TMA": 1, "SPLIT_K": 2, "FUSED_REDUCE": ATOMIC_REDUCE},
+                                   {"PERSISTENT_TMA": 1, "STREAM_K": 2}, {"PERSISTENT_TMA": 1, "NARROW_EDGE": FUSED_EDGE}])
+def test_the_constants_a_launcher_binds_are_plain_ints_and_bools(spy_on, knobs):
+    # compiled Triton takes only int, bool and None in a constexpr `if`: a mode enum (FusedReduce) there fails to
+    # compile on a GPU, though the interpreter runs it
+    name = "tma_persistent_tile" if knobs.get("PERSISTENT_TMA") else "matmul_tile"
+    spy_on(tma_family if knobs.get("PERSISTENT_TMA") else matmul_family, name)
+    launcher = kernels.launcher_for(Config(64, 64, 32, 1, num_warps=4, num_stages=2, **knobs))
+    bound = launcher.run.args[0]
+    assert bound._constants and all(type(value) in (int, bool) for value in bound._constants.values()), \
+        bound._constants

@@ -83,7 +83,7 @@ def launcher_for(config: Config) -> Launcher:
                              BLOCK_SIZE_K=config.BLOCK_SIZE_K, GROUP_SIZE_M=config.GROUP_SIZE_M,
                              SPLIT_K=config.SPLIT_K, num_warps=config.num_warps, num_stages=config.num_stages,
                              options=tuple(config.launch_options.items()),
-                             fused_reduce=config.FUSED_REDUCE)
+                             fused_reduce=int(config.FUSED_REDUCE))
     if config.WARP_GROUPS:
         from tune_gemm.kernels import (
             warp_group_family,  # Gluon: imported only where such a config runs
@@ -97,11 +97,11 @@ def launcher_for(config: Config) -> Launcher:
         knobs = kernel_switches(config)
         kernel = _Bound(tma_family.tma_persistent_tile,
                         {**_tile_constants(config), **knobs, "SPLIT_K": config.SPLIT_K,
-                         "FUSED_REDUCE": config.FUSED_REDUCE})
+                         "FUSED_REDUCE": int(config.FUSED_REDUCE)})
         return Launcher(config, functools.partial(tma_family.launch_tma, kernel, tile, tma_variant(config)))
     tile_kernel = family.matmul_tile_static_shape if config.STATIC_SHAPE else family.matmul_tile
     kernel = _Bound(tile_kernel, {**_tile_constants(config), "SPLIT_K": config.SPLIT_K,
-                                  "FUSED_REDUCE": config.FUSED_REDUCE})
+                                  "FUSED_REDUCE": int(config.FUSED_REDUCE)})
     reduce_kernel = None
     if config.reduction_kernel:
         reduce_kernel = _Bound(family.splitk_reduce_tile, {"SPLIT_K": config.SPLIT_K, "BLOCK": family.REDUCE_BLOCK.value})
