@@ -21,10 +21,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The `slow` tests (soak and load tests, minutes each) first, each in its place among them: parallel workers
-    (pytest-xdist) then start them at once and fill the time they take with the short tests, rather than finishing
-    on one of them alone. A sort that keeps order keeps a module's slow tests together, and with them its
-    module-scoped fixtures."""
+    """The `slow` tests (soak and load tests, a minute or more each) first, in their order: parallel workers
+    (pytest-xdist, CI's `--dist loadfile --no-loadscope-reorder`) then start their files at once and fill the time
+    they take with the short tests, rather than finishing on one of them alone. A sort that keeps order keeps a
+    module's slow tests together, and with them its module-scoped fixtures."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
