@@ -43,9 +43,8 @@ def interpreted(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
-@pytest.fixture
-def jobs(monkeypatch) -> list:
-    """Every ChildJob the search starts, run for real."""
+def _recording_child_runs(patch: pytest.MonkeyPatch) -> list:
+    """Every ChildJob the search starts from now on, run for real: the list `patch` has them added to."""
     started = []
     real = timer.run_child
 
@@ -53,8 +52,14 @@ def jobs(monkeypatch) -> list:
         started.append(job)
         return real(job, *args, **kwargs)
 
-    monkeypatch.setattr(timer, "run_child", recording)
+    patch.setattr(timer, "run_child", recording)
     return started
+
+
+@pytest.fixture
+def jobs(monkeypatch) -> list:
+    """Every ChildJob the search starts, run for real."""
+    return _recording_child_runs(monkeypatch)
 
 
 def _tune(tmp_path, **overrides):
@@ -85,16 +90,9 @@ REFINE = RefinePlan(stages=2, keep=2, margin=0.0, max_keep=2, final=3)
 def staged_refine(tmp_path_factory) -> tuple:
     """One refine run over STAGED under REFINE, its parts kept: (its outcome, every ChildJob it started), for the
     tests of its rounds and of the parts they load."""
-    started = []
-    real = timer.run_child
-
-    def recording(job, *args, **kwargs):
-        started.append(job)
-        return real(job, *args, **kwargs)
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TRITON_INTERPRET", "1")
-        patch.setattr(timer, "run_child", recording)
+        started = _recording_child_runs(patch)
         patch.setattr(refine, "REFINE", REFINE)
         outcome = _tune(tmp_path_factory.mktemp("staged_refine"), search="refine", space=STAGED, cache_flush="final",
                         keep=True)  # parts kept
