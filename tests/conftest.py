@@ -1,4 +1,4 @@
-"""Shared fixtures: import paths, a small range space (object and file), the interpreter switch."""
+"""Shared fixtures: import paths, a small range space (object and file), the interpreter switch; slow tests first."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ def pytest_configure(config: pytest.Config) -> None:
     kernels then cannot call. `-m gpu` runs keep compiled kernels."""
     if "not gpu" in config.getoption("markexpr", "") or "gpu" not in config.getoption("markexpr", ""):
         os.environ["TRITON_INTERPRET"] = "1"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests (soak and load tests, a minute or more each) first, in their order: parallel workers
+    (pytest-xdist, CI's `--dist loadfile --no-loadscope-reorder`) then start their files at once and fill the time
+    they take with the short tests, rather than finishing on one of them alone. A sort that keeps order keeps a
+    module's slow tests together, and with them its module-scoped fixtures."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture

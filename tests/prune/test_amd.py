@@ -30,8 +30,8 @@ def test_amd_space_adds_the_rocm_knobs():
     tile_space = FULL_SPACE.parts()[0]
     assert len(AMD_SPACE) == len(tile_space) // (130 * 2 * 3) // 60 * 25 * 4 // 6 * 4
     assert AMD_SPACE.also is None and FULL_SPACE.also is SMALL_ROW_SPACE
-    assert all(c.amd_knobs for c in AMD_SPACE.tile_configs()[:100])
-    assert not any(c.amd_knobs for c in FULL_SPACE.tile_configs()[:100])
+    # the first tile configs of each space carry the ROCm knobs or not: tests/prune/test_space.py, which builds
+    # every tile config of both spaces once
 
 
 @pytest.mark.parametrize("M", [4096, 16])

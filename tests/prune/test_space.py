@@ -49,8 +49,22 @@ def test_full_space_ranges_are_the_documented_ones():
     assert FULL_SPACE.num_ctas == AMD_SPACE.num_ctas == (1,)  # opt-in: slower on every config measured
 
 
-def test_default_spaces_hold_no_cluster_launch():
-    assert all(c.num_ctas == 1 for space in (FULL_SPACE, AMD_SPACE) for c in space.tile_configs())
+@pytest.fixture(scope="module")
+def default_tiles() -> dict[str, list[Config]]:
+    """Each default space's tile configs (FULL_SPACE's 2 million take seconds to build): built once for the tests
+    that look at every one of them or at the first ones."""
+    return {"nvidia": FULL_SPACE.tile_configs(), "amd": AMD_SPACE.tile_configs()}
+
+
+def test_default_spaces_hold_no_cluster_launch(default_tiles):
+    assert all(c.num_ctas == 1 for tiles in default_tiles.values() for c in tiles)
+
+
+def test_amd_space_carries_the_rocm_knobs_and_the_hint_none_and_nvidia_none(default_tiles):
+    assert all(c.amd_knobs for c in default_tiles["amd"][:100])
+    assert not any(c.amd_knobs for c in default_tiles["nvidia"][:100])
+    assert {c.schedule_hint for c in default_tiles["amd"][:50]} == {"none"}
+    assert {c.schedule_hint for c in default_tiles["nvidia"][:50]} == {None}
 
 
 def test_full_space_bounds():
@@ -61,8 +75,8 @@ def test_full_space_bounds():
     assert (min(FULL_SPACE.num_stages), max(FULL_SPACE.num_stages)) == (1, 5)
 
 
-def test_full_space_len_matches_configs():
-    all_tiles = FULL_SPACE.tile_configs()
+def test_full_space_len_matches_configs(default_tiles):
+    all_tiles = default_tiles["nvidia"]
     tiles, short = all_tiles[:1_350_000], all_tiles[1_350_000:]
     # 225,000 tile shapes, each with and without STATIC_SHAPE, with FUSED_REDUCE 0, 1 and FusedReduce.ATOMIC
     assert len(tiles) == len(set(tiles)) == 1_350_000

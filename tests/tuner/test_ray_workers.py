@@ -59,12 +59,23 @@ def _recorded(results):
     return sorted((e["M"], e["N"], e["K"]) for e in yaml.safe_load(results.read_text()))
 
 
+def _started_here(pid: int) -> bool:
+    """Whether process `pid` descends from this one: a worker of this test's cluster, not of another run's."""
+    while pid > 1:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid: the field after the state
+        if pid == os.getpid():
+            return True
+    return False
+
+
 def _task_pids() -> list[int]:
-    """Ray workers running a tune_task now: Ray titles a busy worker after its task."""
+    """Ray workers of this cluster running a tune_task now: Ray titles a busy worker after its task."""
     pids = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::tune_task"):
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::tune_task") \
+                    and _started_here(int(entry.name)):
                 pids.append(int(entry.name))
         except OSError:  # gone meanwhile
             continue
@@ -92,6 +103,7 @@ def _kill_a_busy_worker(busy: int = 1) -> tuple[threading.Thread, list[int]]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds Ray's workers in /proc")
+@pytest.mark.slow  # tuning tasks on a Ray cluster
 def test_a_ray_cluster_tunes_every_size_into_one_file_past_a_killed_worker(cluster, tmp_path, space_file,
                                                                             monkeypatch, capsys):
     """One run (Ray's start-up and interpreter tasks are slow on 2 cores): a worker is killed mid-task."""
@@ -108,6 +120,7 @@ def test_a_ray_cluster_tunes_every_size_into_one_file_past_a_killed_worker(clust
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds Ray's workers in /proc")
+@pytest.mark.slow  # tuning tasks on a Ray cluster
 def test_one_size_is_split_over_the_cluster_past_a_worker_killed_mid_chunk(cluster, tmp_path, space_file,
                                                                            monkeypatch, capsys):
     """One run: the size's 2 chunks share out its configs, one chunk's worker is killed (both chunks are running
@@ -148,6 +161,7 @@ def test_one_size_is_split_over_the_cluster_past_a_worker_killed_mid_chunk(clust
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds Ray's workers in /proc")
+@pytest.mark.slow  # tuning tasks on a Ray cluster
 def test_a_chunk_lost_after_its_retries_leaves_the_winner_to_the_other(cluster, tmp_path, capsys):
     settings = TuneSettings(profiler=choose_profiler("auto", "interpreter"), interpret=True, iters=CHUNK_ITERS,
                             warmup=0, space=small_space_file_space(), workdir=tmp_path)
@@ -161,6 +175,7 @@ def test_a_chunk_lost_after_its_retries_leaves_the_winner_to_the_other(cluster, 
     assert "a chunk failed" in outcome.searched.note and str(outcome.winner) in names
 
 
+@pytest.mark.slow  # with the tests above: the cluster starts only for them
 def test_the_probe_reads_each_nodes_device(cluster):
     assert probe_nodes(cluster, task_options(True), interpret=True) == [INTERPRETER_PROFILE]
     assert probe_nodes(cluster, task_options(False), interpret=False) == []  # no node with a GPU: no probe

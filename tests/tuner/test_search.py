@@ -43,9 +43,8 @@ def interpreted(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
-@pytest.fixture
-def jobs(monkeypatch) -> list:
-    """Every ChildJob the search starts, run for real."""
+def _recording_child_runs(patch: pytest.MonkeyPatch) -> list:
+    """Every ChildJob the search starts from now on, run for real: the list `patch` has them added to."""
     started = []
     real = timer.run_child
 
@@ -53,8 +52,14 @@ def jobs(monkeypatch) -> list:
         started.append(job)
         return real(job, *args, **kwargs)
 
-    monkeypatch.setattr(timer, "run_child", recording)
+    patch.setattr(timer, "run_child", recording)
     return started
+
+
+@pytest.fixture
+def jobs(monkeypatch) -> list:
+    """Every ChildJob the search starts, run for real."""
+    return _recording_child_runs(monkeypatch)
 
 
 def _tune(tmp_path, **overrides):
@@ -81,9 +86,21 @@ STAGED = RangeSpace(block_m=(16, 32), block_n=(16, 32), block_k=(16,), group_m=(
 REFINE = RefinePlan(stages=2, keep=2, margin=0.0, max_keep=2, final=3)
 
 
-def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalists(tmp_path, monkeypatch, jobs):
-    monkeypatch.setattr(refine, "REFINE", REFINE)
-    outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final")
+@pytest.fixture(scope="module")
+def staged_refine(tmp_path_factory) -> tuple:
+    """One refine run over STAGED under REFINE, its parts kept: (its outcome, every ChildJob it started), for the
+    tests of its rounds and of the parts they load."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRITON_INTERPRET", "1")
+        started = _recording_child_runs(patch)
+        patch.setattr(refine, "REFINE", REFINE)
+        outcome = _tune(tmp_path_factory.mktemp("staged_refine"), search="refine", space=STAGED, cache_flush="final",
+                        keep=True)  # parts kept
+    return outcome, started
+
+
+def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalists(staged_refine):
+    outcome, jobs = staged_refine
     first, second, final = (job.time_configs for job in jobs)
     assert len(jobs) == 3 and all((job.warmup, job.iters) == (1, 4) for job in jobs)  # the run's launches throughout
     assert len(first) == 8 and all(name.endswith("_nS2") for name in first)  # one per shape, the preferred stages
@@ -97,11 +114,10 @@ def test_refine_times_one_config_per_shape_then_the_best_shapes_then_the_finalis
     assert [job.cache_flush for job in jobs] == [False, False, True] and outcome.searched.flushed
 
 
-def test_rounds_after_the_first_load_their_configs_from_parts_of_their_own(tmp_path, monkeypatch, jobs):
+def test_rounds_after_the_first_load_their_configs_from_parts_of_their_own(staged_refine):
     # round 0 loads each config from the size's parts, slices of its visiting order; a later round's few configs
     # come from all over them, so they are written again, together, and loaded from there
-    monkeypatch.setattr(refine, "REFINE", REFINE)
-    outcome = _tune(tmp_path, search="refine", space=STAGED, cache_flush="final", keep=True)  # parts kept
+    outcome, jobs = staged_refine
     first, second, final = jobs
     assert {Path(path).parent.name for path in first.parts.values()} == {"tune32x32x32"}
     for job, folder in ((second, "round1_parts"), (final, "round2_parts")):
