@@ -62,10 +62,13 @@ def test_a_kernel_has_one_cache_key_in_its_part_and_in_the_whole_module(tmp_path
     assert len(keys) == len(configs)  # the keys still tell configs apart
 
 
+@pytest.mark.slow  # a load-time benchmark
 def test_the_first_part_of_a_large_space_loads_far_faster_than_the_whole_module(tmp_path, compiled_kernels):
     size = problem(1024, 1024, 1024)
-    configs = prune(size, INTERPRETER_PROFILE).configs
-    assert len(configs) > 5000  # a large space: its whole module takes tens of seconds to import
+    # 6,000 of its 22,000 configs: a module's import time grows faster than its size, and the whole space's would
+    # take minutes to import
+    configs = prune(size, INTERPRETER_PROFILE).configs[:6000]
+    assert len(configs) > 5000  # a large space: its whole module takes seconds to import
     whole = write_module(size, configs, tmp_path)
     parts = write_parts(size, configs, tmp_path)
     first = parts[str(configs[0])]
