@@ -11,8 +11,7 @@ from helpers import problem
 
 from tune_gemm.core.config import Config
 from tune_gemm.files.results import ResultEntry
-from tune_gemm.generate import write_module
-from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels.matmul_family import Problem, make_operands, poison, relative_error
 from tune_gemm.measure.baselines import (
     FP8_DEQUANTIZED,
     INT8_AS_FP32,
@@ -26,17 +25,11 @@ from tune_gemm.measure.baselines import (
 )
 
 
-@pytest.fixture
-def family(tmp_path, interpreter_env):
-    """The kernel family's helpers (make_operands, relative_error, poison, Problem), from a generated module: importing
-    tune_gemm.kernels.matmul_family here would decorate its kernels for the GPU in this pytest process."""
-    return load_module(write_module(problem(16, 16, 16), [Config(16, 16, 16)], tmp_path))
-
-
-def _family_problem(family, M, N, K, dtype, dtype_c, col_a=False, col_b=False, bias=False):
+def _family_problem(M, N, K, dtype, dtype_c, col_a=False, col_b=False, bias=False) -> Problem:
+    """The kernel family's Problem for the tuner's problem of these sizes, dtypes and layouts."""
     p = problem(M, N, K, dtype, col_a, col_b, dtype_c)
-    return family.Problem(M, N, K, col_a, col_b, p.dtype_a.torch_dtype, p.dtype_b.torch_dtype,
-                          p.dtype_c.torch_dtype, p.dtype_a.tolerance, bias)
+    return Problem(M, N, K, col_a, col_b, p.dtype_a.torch_dtype, p.dtype_b.torch_dtype, p.dtype_c.torch_dtype,
+                   p.dtype_a.tolerance, bias)
 
 
 CASES = [  # dtype, dtype_c, M, N, K, col_a, col_b: the baseline that runs
@@ -55,28 +48,28 @@ CASES = [  # dtype, dtype_c, M, N, K, col_a, col_b: the baseline that runs
 
 @pytest.mark.parametrize("dtype,dtype_c,M,N,K,col_a,col_b,expected", CASES)
 @pytest.mark.parametrize("bias", [False, True])
-def test_each_baseline_computes_the_configs_product(family, dtype, dtype_c, M, N, K, col_a, col_b, expected, bias):
-    p = _family_problem(family, M, N, K, dtype, dtype_c, col_a, col_b, bias)
-    sets = [family.make_operands(p, "cpu", seed=seed) for seed in (1, 2)]
+def test_each_baseline_computes_the_configs_product(dtype, dtype_c, M, N, K, col_a, col_b, expected, bias):
+    p = _family_problem(M, N, K, dtype, dtype_c, col_a, col_b, bias)
+    sets = [make_operands(p, "cpu", seed=seed) for seed in (1, 2)]
     baseline = baseline_for(sets)
     assert baseline.label == expected == baseline_label(problem(M, N, K, dtype, col_a, col_b, dtype_c))
     for launch, operands in enumerate(sets):
         a, b, c, *extra = operands
-        family.poison(c)
+        poison(c)
         with baseline.precision():
             baseline(launch)
         if expected in (FP8_DEQUANTIZED, INT8_AS_FP32):
             continue  # the fallback writes its own output, in its own dtype; timing only
-        assert family.relative_error(c, a, b, *extra) <= p.tolerance, (launch, expected)
+        assert relative_error(c, a, b, *extra) <= p.tolerance, (launch, expected)
 
 
-def test_a_fallback_is_fed_the_dequantized_operands(family):
-    p = _family_problem(family, 33, 32, 48, "fp8", "fp32")
-    a, b, c, bias, scale_a, scale_b = family.make_operands(p, "cpu")
+def test_a_fallback_is_fed_the_dequantized_operands():
+    p = _family_problem(33, 32, 48, "fp8", "fp32")
+    a, b, c, bias, scale_a, scale_b = make_operands(p, "cpu")
     baseline = baseline_for([(a, b, c, bias, scale_a, scale_b)])
     with baseline.precision():
         baseline(0)
-    assert family.relative_error(c, a, b, None, scale_a, scale_b) < 1e-5  # fp32: only the dequantization rounds
+    assert relative_error(c, a, b, None, scale_a, scale_b) < 1e-5  # fp32: only the dequantization rounds
 
 
 def test_the_results_entry_names_a_baseline_other_than_torch_matmul():
@@ -109,8 +102,8 @@ def test_peers_of_fp32_inputs_run_as_tf32_and_the_precision_before_comes_back(dt
         torch.set_float32_matmul_precision(saved)
 
 
-def test_an_fp32_baseline_enters_tf32(family):
-    sets = [family.make_operands(_family_problem(family, 33, 17, 40, "fp32", "fp32"), "cpu")]
+def test_an_fp32_baseline_enters_tf32():
+    sets = [make_operands(_family_problem(33, 17, 40, "fp32", "fp32"), "cpu")]
     baseline = baseline_for(sets)
     with baseline.precision():
         assert torch.get_float32_matmul_precision() == "high"
