@@ -99,9 +99,8 @@ def descriptors_call(config, operands):
     return lambda: tma_arguments(config, variant, a, b, c)
 
 
-def through_the_jit(module, call):
-    """`call` with the generated module's launches through Triton's JIT every time (the families' REPLAY_LAUNCHES
-    off)."""
+def through_the_jit(call):
+    """`call` with every launch through Triton's JIT (the families' REPLAY_LAUNCHES off while it runs)."""
     from tune_gemm.kernels.matmul_family import replay
 
     def jit_call():
@@ -138,7 +137,7 @@ def main() -> int:
             problem, config = request.problem, request.config
             entry = entry_columns(problem, config, Path(workdir))
             calls = dict(entry.calls)
-            calls["tune_gemm, JIT"] = through_the_jit(entry.module, calls["tune_gemm"])
+            calls["tune_gemm, JIT"] = through_the_jit(calls["tune_gemm"])
             if not problem.bias:  # the API takes no bias
                 calls["tune_gemm.matmul"] = api_call(problem, entry.operands)
             if config.PERSISTENT_TMA:

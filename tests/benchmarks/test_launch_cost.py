@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from helpers import load_benchmark
+
+from tune_gemm.kernels.matmul_family import replay
 
 launch_cost = load_benchmark("launch_cost")
 
 
-def test_the_jit_column_turns_replays_off_for_its_calls_only():
-    module = SimpleNamespace(REPLAY_LAUNCHES=True)
+def test_the_jit_column_turns_replays_off_for_its_calls_only(monkeypatch):
+    monkeypatch.setattr(replay, "REPLAY_LAUNCHES", True)  # as on an NVIDIA GPU
     seen = []
-    call = launch_cost.through_the_jit(module, lambda: seen.append(module.REPLAY_LAUNCHES))
+    call = launch_cost.through_the_jit(lambda: seen.append(replay.REPLAY_LAUNCHES))
     call()
-    assert seen == [False] and module.REPLAY_LAUNCHES
+    assert seen == [False] and replay.REPLAY_LAUNCHES
 
     def failing():
         raise RuntimeError("launch failed")
     with pytest.raises(RuntimeError, match="launch failed"):
-        launch_cost.through_the_jit(module, failing)()
-    assert module.REPLAY_LAUNCHES
+        launch_cost.through_the_jit(failing)()
+    assert replay.REPLAY_LAUNCHES
 
 
 def test_host_figures_are_medians_of_rounds_in_which_the_columns_take_turns(monkeypatch):
