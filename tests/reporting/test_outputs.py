@@ -37,9 +37,9 @@ def test_a_tuning_run_keeps_timings_and_reports_them(tmp_path, space_file, monke
                  "--export", "json"])
     out = capsys.readouterr().out
     assert code == 0, out
-    timings = (tmp_path / "report" / "timings" / "331740.csv").read_text().splitlines()
+    timings = (tmp_path / "report" / "timings" / "33x17x40.csv").read_text().splitlines()
     assert timings[0] == "config,time_us" and len(timings) > 10  # every config the small space times
-    distribution = tmp_path / "report" / "distribution_331740.png"
+    distribution = tmp_path / "report" / "distribution_33x17x40.png"
     assert distribution.stat().st_size > 10_000 and f"report: {distribution.relative_to(tmp_path)}" in out
     assert "not meaningful" in (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / file_name("CPU (Triton interpreter)")).is_file()
