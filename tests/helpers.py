@@ -229,16 +229,15 @@ def small_space_names(size: GemmProblem) -> list[str]:
     return [str(c) for c in visiting_order(prune(size, INTERPRETER_PROFILE, small_space_file_space()).configs)]
 
 
-# The top of a stand-in for a generated module in the child's tests: 2x2 inputs on the CPU, no problem; each test
-# adds its launchers (LAUNCHERS, config name -> function of a, b, c).
+# The top of a stand-in for a generated module in the child's tests: a 2x2x2 fp32 problem of the kernel family,
+# whose make_operands and check_config the child runs on it as on a generated module's; each test adds its
+# launchers (LAUNCHERS, config name -> function of a, b, c).
 FAKE_MODULE_HEAD = """\
 import os, time
 import torch
-INTERPRETED = True
-PROBLEM = None
-
-def make_operands(problem, device, seed=0, init_type="randn"):
-    return torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2)
+from tune_gemm.kernels.matmul_family import Problem
+PROBLEM = Problem(M=2, N=2, K=2, col_a=False, col_b=False, dtype_a=torch.float32, dtype_b=torch.float32,
+                  dtype_c=torch.float32, tolerance=1e-5)
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from helpers import FAKE_MODULE_HEAD
 
 import tune_gemm.generate.loader
 from tune_gemm.measure import child
@@ -60,14 +61,8 @@ def test_external_profiler_records_of_the_flush_are_dropped():
                                                                      (BASELINE_NAME, 4.0)]
 
 
-FAKE_MODULE = textwrap.dedent(f'''
-    import torch
-    INTERPRETED = True
-    PROBLEM = None
+FAKE_MODULE = FAKE_MODULE_HEAD + textwrap.dedent(f'''
     EVENTS = []
-
-    def make_operands(problem, device, seed=0, init_type="randn"):
-        return torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2)
 
     def launcher(name):
         return lambda a, b, c: EVENTS.append(name)

@@ -11,16 +11,14 @@ import pandas as pd
 import pytest
 from helpers import FAKE_MODULE_HEAD
 
+from tune_gemm.generate.loader import load_module
+from tune_gemm.kernels.matmul_family import check_config
 from tune_gemm.measure.job import ChildJob
 from tune_gemm.measure.postprocess import load_timings, summarize
 from tune_gemm.measure.runner import STOP_GRACE_SECONDS, ChildFailed, run_child
 
 # A stand-in for a generated module: same names, trivial "kernels", some of them deadly.
 FAKE_MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
-
-    def check_config(launcher, problem, device, seed=0):
-        launcher(*make_operands(problem, device))
-        return 0.0
 
     def fine(a, b, c):
         return c.copy_(a @ b)
@@ -78,8 +76,12 @@ def test_crashing_and_hanging_configs_are_blamed_logged_and_the_rest_timed(tmp_p
 
 def test_check_results_come_back_and_a_crash_is_missing(tmp_path):
     names = ["BM16_BN16_BK16_GM1_SK1_nW1_nS1", "BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
-    outcome = run_child(_job(tmp_path, check_configs=names), tmp_path, interpret=True, config_timeout=30)
-    assert outcome.errors == {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 0.0}
+    job = _job(tmp_path, check_configs=names)
+    outcome = run_child(job, tmp_path, interpret=True, config_timeout=30)
+    # the family's check of the fine config, as this process computes it on the child's inputs (seed + 1000)
+    module = load_module(job.module_path)
+    expected = check_config(module.LAUNCHERS[names[0]], module.PROBLEM, "cpu", seed=job.seed + 1000)
+    assert outcome.errors == {names[0]: expected} and expected < module.PROBLEM.tolerance
     assert list(outcome.failed) == ["BM32_BN16_BK16_GM1_SK1_nW1_nS1"]
     assert pd.isna(outcome.errors.get("BM32_BN16_BK16_GM1_SK1_nW1_nS1", float("nan")))
 

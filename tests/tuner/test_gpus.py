@@ -6,6 +6,7 @@ import textwrap
 from dataclasses import replace
 
 import pytest
+from helpers import FAKE_MODULE_HEAD
 
 from tune_gemm import cli
 from tune_gemm.cli import main
@@ -80,14 +81,14 @@ def test_no_gpu_leaves_the_message_to_device_detection(monkeypatch):
         gpus.gpus_for_run(3, None, interpret=False)
 
 
-PRINT_ENV_MODULE = textwrap.dedent('''
-    import os
-    INTERPRETED = True
-    PROBLEM = None
-    LAUNCHERS = {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": None}
+PRINT_ENV_MODULE = FAKE_MODULE_HEAD + textwrap.dedent('''
+    from pathlib import Path
 
-    def check_config(launcher, problem, device, seed=0):
-        return float(os.environ["CUDA_VISIBLE_DEVICES"])  # what the child sees, reported as its "error"
+    def note_gpus(a, b, c):  # writes the GPUs the child sees beside this module, then computes C
+        Path(__file__).with_suffix(".gpus").write_text(os.environ["CUDA_VISIBLE_DEVICES"])
+        return c.copy_(a @ b)
+
+    LAUNCHERS = {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": note_gpus}
 ''')
 
 
@@ -99,7 +100,8 @@ def test_the_pinned_gpu_reaches_the_child(tmp_path, monkeypatch):
                    progress_path=str(tmp_path / "p.txt"), check_path=str(tmp_path / "c.json"),
                    check_configs=["BM16_BN16_BK16_GM1_SK1_nW1_nS1"], env=pinning_env(3, "nvidia"))
     outcome = run_child(job, tmp_path, interpret=True, config_timeout=60)
-    assert outcome.errors == {"BM16_BN16_BK16_GM1_SK1_nW1_nS1": 3.0}
+    assert list(outcome.errors) == ["BM16_BN16_BK16_GM1_SK1_nW1_nS1"] and not outcome.failed
+    assert (tmp_path / "print_env.gpus").read_text() == "3"
 
 
 @pytest.mark.parametrize("args,message", [
