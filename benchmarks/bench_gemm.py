@@ -11,7 +11,7 @@ every column once with L2 flushed before it, the median kept (benchmarks/interle
 the same clock and power state).
 
     python benchmarks/bench_gemm.py output_tuning.yaml --csv bench.csv --png bench.png
-    python benchmarks/bench_gemm.py tuned.yaml --tune ../shared/bench_sizes.yaml --png b.png -- --search halving
+    python benchmarks/bench_gemm.py tuned.yaml --tune benchmarks/sizes.yaml --png b.png -- --search halving
     python benchmarks/bench_gemm.py output_tuning.yaml --csv report/bench.csv   # then tune_gemm --report report
     python benchmarks/bench_gemm.py output_tuning.yaml --floors   # how far each column is from the floors
     python benchmarks/bench_gemm.py output_tuning.yaml --time_budget 500   # fewer shapes, never fewer columns

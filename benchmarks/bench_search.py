@@ -21,8 +21,8 @@ take (its configs at the rate of the biggest search so far, once one of at least
 guess of 20 configs/s before that, since a tiny size's rate is all start-up) fits in what is left; the sizes not run
 are listed with the reason. OUT.csv and OUT.md are rewritten after each size.
 
-    python benchmarks/bench_search.py ../shared/bench_sizes.yaml --cache warm --time_limit 400 --out bench_search
-    python benchmarks/bench_search.py ../shared/bench_sizes.yaml --sizes 3 --cache cold --out bench_cold
+    python benchmarks/bench_search.py benchmarks/sizes.yaml --cache warm --time_limit 400 --out bench_search
+    python benchmarks/bench_search.py benchmarks/sizes.yaml --sizes 3 --cache cold --out bench_cold
 """
 
 from __future__ import annotations

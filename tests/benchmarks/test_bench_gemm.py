@@ -157,9 +157,7 @@ def test_ratios_and_their_geometric_mean_skip_a_peer_without_a_time():
     ("h200_fp16", "fp16", "fp16", True), ("h200_bf16", "bf16", "bf16", True), ("h200_fp8", "fp8", "fp16", True),
 ])
 def test_the_recorded_winners_cover_the_public_shapes_in_their_dtypes(name, dtype, dtype_c, every_shape):
-    public = BENCHMARKS_DIR.parent.parent / "shared" / "bench_sizes.yaml"
-    if not public.exists():
-        pytest.skip("../shared/bench_sizes.yaml is not beside the checkout")
+    public = BENCHMARKS_DIR / "sizes.yaml"
     defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
     winners = load_sizes(BENCHMARKS_DIR / "results" / f"{name}.yaml", defaults)
     shapes = [(r.problem.M, r.problem.N, r.problem.K) for r in load_sizes(public, defaults)]
@@ -337,3 +335,9 @@ def test_before_times_reach_the_entry_and_give_a_ratio_column_in_rows_that_have_
     with open(tmp_path / "b.csv", newline="") as handle:
         first, second = csv.DictReader(handle)  # the second row's extra fields are in the header, empty in the first
     assert first["vs before"] == "" and second["vs before"] == "1.25" and second["before us"] == "12.5"
+
+
+def test_the_shipped_public_shapes_are_the_nine_of_the_benchmark_tables():
+    defaults = GemmProblem(1, 1, 1, DTYPES["fp16"], DTYPES["fp16"], DTYPES["fp16"])
+    shapes = [(r.problem.M, r.problem.N, r.problem.K) for r in load_sizes(BENCHMARKS_DIR / "sizes.yaml", defaults)]
+    assert len(shapes) == len(set(shapes)) == 9 and (4095, 4097, 1023) in shapes and (16, 16, 16) in shapes
