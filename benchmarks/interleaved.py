@@ -2,7 +2,7 @@
 
 A large GEMM on an H100 runs at the board's power limit, and the clock the GPU holds then drifts with its
 temperature and with what ran just before. Timing the columns one after another (a `do_bench` per column) lets
-that drift fall on one column: in the sixth run, cuBLAS at 8192x1024x65536 took 1475 us on one machine and
+that drift fall on one column: cuBLAS at 8192x1024x65536 took 1475 us on one machine and
 1586 us on another while tune_gemm's config took 1572-1589 us on both, and under sustained load the two were
 within 0.5% of each other at the same clock (benchmarks/sustained.py). Interleaving spreads the drift over all
 columns alike. Each call is timed as `do_bench` times it: L2 flushed before it, device events around it, and

@@ -61,7 +61,7 @@ def host_and_back_to_back_us(call, calls: int = CALLS) -> tuple[float, float]:
 def interleaved_host_us(calls: dict, rounds: int = ROUNDS) -> dict[str, tuple[float, float]]:
     """Each column's median (host, back-to-back) microseconds per call (host_and_back_to_back_us) over `rounds`
     rounds in which the columns take turns: the host's speed drifts (its clock, other processes), by up to 2x between
-    columns measured one after the other (thirty-seventh run), and taking turns gives the drift to every column."""
+    columns measured one after the other, and taking turns gives the drift to every column."""
     samples = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():

@@ -379,9 +379,9 @@ def test_tiles_wider_than_any_part_leave_their_registers_to_the_warp_group_rule(
 @pytest.mark.parametrize("size, dtype", [((2048, 2048, 48), "fp16"), ((12096, 7, 10040), "fp16"),
                                          ((8928, 19529, 7), "fp16"), ((12000, 2, 1), "fp32")])
 def test_sizes_that_kept_no_config_keep_some(size, dtype):
-    # each kept no config at all before its rule was mended (k_tiling, block_size, large_gemm; BENCHMARKS.md,
-    # thirty-fourth run): the tuner could not tune it. 1000x3000x2000 and 4096x4096x6000, which kept none either,
-    # are test_k_with_few_power_of_two_factors_keeps_deep_k_tiles' sizes
+    # each kept no config at all before its rule was mended (k_tiling, block_size, large_gemm): the tuner could not
+    # tune it. 1000x3000x2000 and 4096x4096x6000, which kept none either, are
+    # test_k_with_few_power_of_two_factors_keeps_deep_k_tiles' sizes
     assert prune(problem(*size, dtype), IP).configs
 
 

@@ -208,7 +208,7 @@ def test_invalid_plans_are_refused(bad):
 @pytest.mark.parametrize("M, group", [(128, 4), (256, 4), (512, 8), (2048, 8)])
 def test_round_zero_walks_a_few_rows_of_tiles_in_one_group(M, group):
     # the pruned space of 64-row tiles (2, 4, 8 and 32 rows of them): a representative of GROUP_SIZE_M 1 would walk the
-    # tiles row by row, which took up to twice as long as one group of every row (BENCHMARKS.md, eighteenth run)
+    # tiles row by row, which took up to twice as long as one group of every row
     space = RangeSpace(block_m=(64,), block_n=(128,), block_k=(64,), split_k=(1,), num_warps=(4,), num_stages=(3, 4))
     configs = prune(problem(M, 4096, 4096), INTERPRETER_PROFILE, space).configs
     assert [rep.GROUP_SIZE_M for rep in representatives(configs, PLAN)] == [group]

@@ -16,7 +16,7 @@ A stream hands its workers a few configs at a time (WINDOW per worker), so that 
 budget, Ctrl-C) keeps them too: only the configs already handed out compile on, and the next stream starts at
 once. When a stream closed early stopped its workers, the next one paid for new ones: on an H200 a refine search's
 round 1 compiled 0.1-4.1 configs/s after a round 0 that a time budget cut, 18-40 after one that ended whole
-(BENCHMARKS.md, forty-first run). A stream that fails stops them. The run's end stops them
+(BENCHMARKS.md). A stream that fails stops them. The run's end stops them
 (atexit); an owner that ends without atexit (a tune_gemm.run.workers worker leaves through os._exit; kill -9) leaves none
 behind either: their queue to it breaks, and they exit.
 """

@@ -14,7 +14,7 @@ TAIL_SLICE_K_TILES = 8  # the fewest K tiles in a slice of a tile past the last 
 TMA_ALIGNMENT_BYTES = 16  # the copy engine reads rows whose start addresses are 16-byte aligned
 # A padded copy's rows are whole 128-byte lines: where rows start off a line, each row of a tile the copy engine
 # loads straddles two. At 8191x2049x4095 (fp16, H100) the GEMM on rows padded to 16 bytes made 2.6 times the L2
-# read requests and took 304 us, on rows padded to 128 bytes 233 us (BENCHMARKS.md, eleventh run).
+# read requests and took 304 us, on rows padded to 128 bytes 233 us.
 PADDED_ROW_BYTES = 128
 
 

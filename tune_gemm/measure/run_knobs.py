@@ -25,7 +25,7 @@ DEFAULT_FLUSH = "auto"
 # than the flushed last round would, and left its best out of it. On the H100 at 1x28672x4096 (fp16, B
 # column-major), BM1_BN1_BK1024_nW4 took 74.95 us back to back, the fastest, and BM1_BN1_BK2048_nW8 was not among the
 # five fastest; after flushes 83.9 against 79.5. Tuned with "final", the winner was the former (0.956x max-autotune);
-# with every round flushed the latter (1.016x; BENCHMARKS.md, thirty-third run).
+# with every round flushed the latter (1.016x).
 STREAMING_INTENSITY = 64.0
 ZEROS_WARNING = ("warning: --init_type zeros times kernels on zeros, which flatters them (less switching "
                  "activity, lower power); correctness checks still use random inputs")

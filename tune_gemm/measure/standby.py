@@ -1,6 +1,6 @@
 """Timing children started ahead of their jobs, so that the next child's start-up overlaps the current child's work.
 
-Measured on the H100 machine (BENCHMARKS.md, sixth run), a timing child spends 6-8 s importing torch and the
+Measured on the H100 machine, a timing child spends 6-8 s importing torch and the
 tuner and about 6 s more opening its first profiler session before it times anything: most of a refine round
 of 8 or 52 configs. So while one child runs, the runner starts the next one in standby
 (`python -m tune_gemm.measure.child --standby GO TIMER`): it imports, makes its GPU context and opens and closes one
@@ -9,7 +9,7 @@ waiting when its environment matches (same variables, same timer, no external pr
 for another environment is stopped and a fresh one started. The runner keeps as many waiting as it is asked
 (TuneSettings.standby_children), besides a child given back (below): one, or two where a round may last less than
 a child's start-up (a round cut by a time budget: its standby, started with it, was not warm when the round after
-it began, BENCHMARKS.md, forty-fourth run); none under the interpreter, where a child is only reused. Those
+it began); none under the interpreter, where a child is only reused. Those
 waiting are stopped at exit, one running a job by the runner when it leaves the job early, and all die with the
 tuner (kill -9 included) like any child. Once warm a child creates its ready file, so that a tuner can wait for it
 (tune_gemm.run.start_up: the first child of a run is started ahead of the first size and waited for).

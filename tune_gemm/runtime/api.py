@@ -26,7 +26,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype | None = Non
     tensor (both or neither): C = scale_a scale_b A @ B.
 
     Called eagerly, it runs the dispatcher directly: the custom op's own dispatch cost the host 25-92 us a call on the
-    H100 (BENCHMARKS.md, thirty-sixth run). Under torch.compile, inside a dispatch mode (FakeTensor tracing, export)
+    H100. Under torch.compile, inside a dispatch mode (FakeTensor tracing, export)
     or where autograd records the call, it goes through the op, which those see and which refuses a backward pass."""
     if _through_op(a, b):
         return matmul_op(a, b, out_dtype, scale_a, scale_b)

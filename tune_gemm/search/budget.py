@@ -14,7 +14,7 @@ from pathlib import Path
 from tune_gemm.measure.stream import request_stop
 
 # The closing round's reserve of a time budget: it times `final` (8) compiled configs, in 0.2-0.5 s from the end of
-# round 1 in round 1's own child, reused (H200, BENCHMARKS.md, forty-fifth run; 2.0-2.7 s in a child warm in standby,
+# round 1 in round 1's own child, reused (H200; 2.0-2.7 s in a child warm in standby,
 # forty-fourth, up to 11.6 s where the child was still starting). The rest covers the cut round's overrun: its child
 # stops between batches (at most CUPTI_BATCH configs, about 1.6 s at 20 configs/s) and then times torch.matmul. A
 # child that overruns more, and is killed STOP_GRACE_SECONDS after the stop, leaves the closing round to a child in
@@ -23,7 +23,7 @@ CLOSING_SHARE = 0.2
 CLOSING_MAX_SECONDS = 3.0
 # Refine's round 1 reserve when a budget cuts round 0: the variants of the best shapes sampled, nearest first. 6 s of
 # a 40-second budget cost round 0 about a fifth of its sample; round 1 timed 2-47 variants in them, and the picks of
-# six sizes ran 2.8% faster in geometric mean (H200, BENCHMARKS.md, forty-third run).
+# six sizes ran 2.8% faster in geometric mean.
 REFINING_SHARE = 0.15
 REFINING_MAX_SECONDS = 10.0
 

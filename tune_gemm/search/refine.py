@@ -5,7 +5,7 @@ Most of a pruned space varies two knobs around one kernel shape (family, tile, K
 depth (num_stages) and the tile ordering (GROUP_SIZE_M), and with a K split a third, who sums the partials
 (FUSED_REDUCE). At 4096³ on Hopper the 2173 configs are 147 shapes of up to 25 such variants each. Those knobs
 tune a shape; they rarely decide between shapes. The exception is a few rows of tiles walked row by row (GROUP_SIZE_M
-1), which took up to twice as long as one group of every row on the H100 (BENCHMARKS.md, eighteenth run): the
+1), which took up to twice as long as one group of every row on the H100: the
 representative's GROUP_SIZE_M 8 is that one group wherever M has two to eight rows of tiles. So:
 
 - round 0 times one representative per shape: the variant nearest to `stages` stages and a GROUP_SIZE_M of
@@ -16,7 +16,7 @@ representative's GROUP_SIZE_M 8 is that one group wherever M has two to eight ro
   the other tile order: its smallest GROUP_SIZE_M, row by row where that is 1. Where M has many rows of tiles and N
   few columns, the representative's groups can be what makes a shape slow: at 16384x1176x4096 (fp16, H100, L2
   flushed) 256x128 tiles took 285-295 us in groups of 8 rows and 231.5 us row by row, the best config of the shape
-  space timed (BENCHMARKS.md, twentieth run);
+  space timed;
 - round 2 times the `final` fastest configs of rounds 0 and 1 again, side by side in one child, and its times
   pick the winner (rounds 0 and 1 ran at different moments, so drift of the GPU's clocks between them does
   not decide).
@@ -42,12 +42,12 @@ TUNING_KNOBS = ("num_stages", "GROUP_SIZE_M", "FUSED_REDUCE")  # what round 1 va
 # others' partials quickly, and the launch saves the reduction kernel (on the H100, 16x1024x8192 fp16: 15.0 against
 # 17.5 us with 16x64 tiles in 8 slices; 128x256x65536: 35.3 against 38.5 with 64x64 in 16). Past it one program
 # summing the slices of a large tile costs more than the reduction kernel (1024x1024x16384, 128x256 tiles in 4
-# slices: 81.1 against 66.9 us; BENCHMARKS.md, sixteenth run). A TMA split-K shape has only its FUSED_REDUCE variant.
+# slices: 81.1 against 66.9 us). A TMA split-K shape has only its FUSED_REDUCE variant.
 FUSED_REDUCE_MAX_TILE = 64 * 128
 # From this many K slices on, a shape is represented by its ATOMIC_REDUCE variant, whichever its tile: the slices add
 # into one running sum, so the last one reads one tile instead of a slot per slice (H100, 128x256x65536 fp16: 31.6
 # against 35.2 us with 64x64 tiles in 16 slices, 35.2 against 65.3 with 128x128 TMA tiles in 64). With fewer slices
-# the slots cost no more (1024^3, 128x128 TMA tiles in 2 slices: 14.9 against 18.0 us; BENCHMARKS.md, nineteenth run).
+# the slots cost no more (1024^3, 128x128 TMA tiles in 2 slices: 14.9 against 18.0 us).
 ATOMIC_REDUCE_MIN_SPLIT = 8
 
 

@@ -20,14 +20,14 @@ of it, at most CLOSING_MAX_SECONDS, tune_gemm.search.budget), and a closing roun
 final round would have (refine's `final`, halving's `min_keep`: 8 by default; the run's launches); the round that
 picks the winner, closing or last, stops at S. So a cut search picks as a whole one does, on the final round's
 timing: back-to-back times can rank configs otherwise (at 1024x5120x4096 the flushed final round's pick ran 9% faster
-than the back-to-back one, H100, BENCHMARKS.md, twenty-eighth run), though at three sizes cut by a 40-second budget
-on an H200 the two picks ran within 0.9% of each other (fortieth run).
+than the back-to-back one, H100), though at three sizes cut by a 40-second budget
+on an H200 the two picks ran within 0.9% of each other.
 The closing round is not kept in the checkpoint: a rerun resumes the cut rounds, whose finalists may differ.
 Refine's round 0 stops earlier, once all but a second reserve is spent as well (REFINING_SHARE of S, at most
 REFINING_MAX_SECONDS): round 1 then refines the best shapes round 0 sampled, their nearest variants first, until the
 finalist rounds' share is spent. A round 0 that ends before its reserve leaves round 1 the time it has, as without
 a budget. At sizes whose best config is not a representative (128x14336x4096 on an H200: five stages where the
-representative has four, BENCHMARKS.md, forty-first run), a budget that cut round 0 never timed it.
+representative has four), a budget that cut round 0 never timed it.
 
 The round that picks the winner times each launch right after an L2 flush by default (`--flush`,
 TuneSettings.flushes); the rounds before it time launches back to back, but for a size bound by memory

@@ -40,7 +40,7 @@ class TuneSettings:
         ran the last job clean and takes the next itself: on a GPU, where a child's start-up is seconds of imports
         and profiler start-up, one; two where a time budget may cut a search's rounds short, so that a round after
         one whose child failed a config still finds one warm (a child started with the round before it was not:
-        the closing round after a cut round 1 waited 7 s of its 8, H200, BENCHMARKS.md, forty-fourth run). None
+        the closing round after a cut round 1 waited 7 s of its 8, H200). None
         waiting under the interpreter, whose machines (CI) have few cores to spare, though a child there still takes
         the next job after one it ran clean (an import of torch saved each time); None at all under an external
         profiler, which starts each child itself for one job."""

@@ -108,7 +108,7 @@ COMPOUND_WIDTHS = (16, 32, 64, 96, 128, 160, 192, 256, 320, 384)
 _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # The persistent TMA family joins the full space; the rules keep it only where the GPU has TMA (Hopper+).
 # STREAM_K 1 (stream-K) stays out of it: measured on the H100 it lost to its twin without on every shape tried
-# (BENCHMARKS.md, seventh run); a space file can still ask for it. SPLIT_TAIL joins it; the rules keep it only where the
+#; a space file can still ask for it. SPLIT_TAIL joins it; the rules keep it only where the
 # tiles past the last whole wave are few enough to cut into several K slices each.
 # num_ctas > 1 stays out too: measured on the H100 (Triton 3.6, 4096^3 and 8192^3 fp16), every config tried ran
 # 3-21% slower with num_ctas=2 than the same config with 1, in the plain and the TMA family alike (a later run at
@@ -126,17 +126,17 @@ _FAMILY_FIELDS = tuple(knob.lower() for knob in HOPPER_KNOBS)
 # WARP_GROUPS joins it, with the 12 warps of its 192-row tiles (three consumer warp groups) and tiles 96 wide
 # (64 + 32); the rules keep it only on Hopper (compute capability 9.0) for 16-bit row-major A, 128- or 192-row tiles
 # of compound width (192 = 128 + 64, 96 = 64 + 32), and 12 warps and 96-wide tiles for nothing else. Measured on the
-# H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-sixth run), its 192x192 tiles took 56.0 us at 3072x1536x4096 against
+# H100 (Triton 3.6, fp16), its 192x192 tiles took 56.0 us at 3072x1536x4096 against
 # 61.4 for the TMA family's and 55.0 for cuBLAS. Its 256-row tiles (four consumer warp groups, 16 warps) join it with
 # tiles 160 wide (128 + 32) for every row count, which fill the SMs' waves where no power-of-two tile does: 256x160 took
 # 65.3 us at 2048x2560x4096 (one wave of 128 tiles) against 92.8 for the TMA family's 128x256 and 60.4 for cuBLAS;
-# tuned there, the winner went from 0.81x cuBLAS (128x128) to 0.92x (128x160; twenty-seventh run). Its 128-row tiles
+# tuned there, the winner went from 0.81x cuBLAS (128x128) to 0.92x (128x160). Its 128-row tiles
 # 320 and 384 wide (256 + 64, 256 + 128: cuBLAS's tile at 2048x2560x4096 is 320x128 of C^T) join it too: 128x320 took
-# 61.5 us there, 1.004x cuBLAS, where 256x160 took 66.3 (twenty-ninth run).
+# 61.5 us there, 1.004x cuBLAS, where 256x160 took 66.3.
 # Tiles of fewer rows than a matrix instruction's (BLOCK_M < 16), which the plain family multiplies without one, for M
 # < 16 (decoding): with B's columns few (down to 1) and its rows long (up to 4096), as a reduction kernel reads a
-# column-major B, whose columns run along K. Measured on the H100 (Triton 3.6, fp16, B column-major, BENCHMARKS.md
-# thirty-second run) at 1x4096x4096, 1x28672x4096 and 1x4096x14336: 18.8, 89.1 and 49.1 us (L2 flushed, interleaved)
+# column-major B, whose columns run along K. Measured on the H100 (Triton 3.6, fp16, B column-major)
+# at 1x4096x4096, 1x28672x4096 and 1x4096x14336: 18.8, 89.1 and 49.1 us (L2 flushed, interleaved)
 # where the best tl.dot tiles (16 rows) took 22.3, 93.7 and 55.6 and cuBLAS 24.1, 96.9 and 56.9. Its own product
 # (RangeSpace.also): joined to the others, its block sizes would double every size's pruning. Rows of 4096 and 32
 # warps, as max-autotune's reduction kernel reads 1x4096x14336 (1024 threads of 8 bytes each a step): with

@@ -72,7 +72,7 @@ def operand_tiles(a_ptr, b_ptr, offs_am, offs_bn, offs_k, stride_am, stride_ak, 
     for row_products, 3-D (row, k, column) tiles A[BLOCK_SIZE_M, BLOCK_SIZE_K, 1] and B[1, BLOCK_SIZE_K, BLOCK_SIZE_N].
     Loaded in the shape they are multiplied in, neither tile changes layout in the loop: broadcasting 2-D tiles there
     made the compiler pass both through shared memory, with a barrier, every K step (sm_90a), and on the H100 the 3-D
-    loads took 83.4 against 86.9 us at 1x28672x4096 (BENCHMARKS.md, thirty-third run)."""
+    loads took 83.4 against 86.9 us at 1x28672x4096."""
     if ROW_PRODUCTS:
         a_k = offs_k[None, :, None]
         b_k = offs_k[None, :, None]
@@ -222,8 +222,7 @@ def summed_partials(partials, counter, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N:
         tl.store(partials, tl.zeros_like(total))
     else:
         # unrolled, so that the loads are in flight together: one slot at a time (a loop) saves registers but took
-        # 60.5-60.7 against 59.7-59.9 us at 128x4096x14336 in the TMA family with 4 slices (BENCHMARKS.md,
-        # seventeenth run)
+        # 60.5-60.7 against 59.7-59.9 us at 128x4096x14336 in the TMA family with 4 slices
         for s in tl.static_range(1, SPLIT_K):
             total += tl.load(partials + s * BLOCK_SIZE_M * BLOCK_SIZE_N, cache_modifier=".cg")
     tl.store(counter, 0)

@@ -18,10 +18,10 @@ class Replay:
     """A launch captured from a first call through Triton's JIT (`kernel[grid](...)`), relaunched on later calls of
     the same call_signature through the compiled kernel's own launcher (`compiled[grid]`). Binding and specializing
     every argument again, which the JIT does at each call, took most of a launch's host time on the H100: 60-66 of
-    96-150 us at 4096x4096x512 for a persistent TMA config, the compiled kernel's launcher 21-23 (BENCHMARKS.md,
-    thirty-sixth run). A Replay keeps the grid and every argument after the first `leading` ones (sizes, strides,
-    and None for the compile-time constants, which the launcher skips), all fixed by the call signature; each call
-    passes the leading ones (the matrices, or their descriptors)."""
+    96-150 us at 4096x4096x512 for a persistent TMA config, the compiled kernel's launcher 21-23. A Replay keeps the
+    grid and every argument after the first `leading` ones (sizes, strides, and None for the compile-time constants,
+    which the launcher skips), all fixed by the call signature; each call passes the leading ones (the matrices, or
+    their descriptors)."""
 
     __slots__ = ("owners", "runner", "fixed", "template")
 

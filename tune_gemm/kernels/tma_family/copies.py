@@ -79,9 +79,8 @@ def k_major_copy_kernel(src, dst, K, N, stride_k, stride_n, dst_stride, PADDED_K
 def k_major_copy(b):
     """A row-major B (K x N) copied into the rows of B^T (N x K, rows padded to whole 128-byte lines): the K-major
     layout in which wgmma reads 8-bit and tf32 operands. Given such a row-major B, Triton re-lays each tile out in
-    shared memory inside the GEMM instead: at 4096^3 fp8 that GEMM took 308.9 us, against 97.7 with B column-major
-    (BENCHMARKS.md, twelfth run); in fp32 (tf32) 1719.8 us against 356.1, the copy 50.3 (thirty-first run). Returns
-    B's column-major view of the copy."""
+    shared memory inside the GEMM instead: at 4096^3 fp8 that GEMM took 308.9 us, against 97.7 with B column-major;
+    in fp32 (tf32) 1719.8 us against 356.1, the copy 50.3. Returns B's column-major view of the copy."""
     K, N = b.shape
     padded = torch.empty((N, padded_columns(K, b.element_size())), dtype=b.dtype, device=b.device)
     launch_replayed(k_major_copy_kernel, (b, padded), (), lambda: jit_launch(
@@ -133,7 +132,7 @@ def tma_views(matrices: list, align_rows: bool = False) -> list:
     128 bytes (a view of the original shape). align_rows: copy rows that start 16-byte aligned but off a 128-byte
     line too (Config.ALIGN_ROWS). The copies of one launch run as one kernel: odd leading dimensions
     of A and B pay for it inside the timed launch, as they would in use. At 4095x4097x1023 (fp16, H100) it takes
-    13.8 us, Inductor's two padding kernels 17.5 us, torch's two copies 27.2 us (BENCHMARKS.md, eighth run)."""
+    13.8 us, Inductor's two padding kernels 17.5 us, torch's two copies 27.2 us."""
     views, copies = [], []
     for matrix in matrices:
         if tma_readable(matrix, PADDED_ROW_BYTES if align_rows else TMA_ALIGNMENT_BYTES):

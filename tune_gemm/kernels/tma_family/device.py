@@ -88,7 +88,7 @@ def k_range_product_with_edge(a_desc, b_desc, b_edge, acc, acc_edge, off_m, off_
     B's columns edge_col.., through b_edge) over every K tile: each tile of A is loaded once for both.
 
     The narrow product is issued first: at 8192x272x4096 (fp16, H100, 128x256 tiles) a fused tile took 62.2 us so,
-    69.7 us with the wide one first (BENCHMARKS.md, fourteenth run)."""
+    69.7 us with the wide one first."""
     for k_tile in tl.range(0, k_tiles):
         off_k = k_tile * BLOCK_SIZE_K
         a = load_operand(a_desc, off_m, off_k, A_COL)
@@ -246,15 +246,14 @@ def compound_tile(a_desc, a_lower, b_desc, b_right, c, c_right, c_lower, c_corne
 
     Triton's blocks are powers of two, so a 192x192 tile is 128x128, 128x64, 64x128 and 64x64. Where such tiles fill
     the SMs' waves better than power-of-two ones, they pay: at 3072x1536x4096 (fp16, H100) 128 tiles of 192x192 are
-    one wave of 132 SMs and took 60.8-60.9 us, against 90.9-92.5 for 144 tiles of 128x256 (BENCHMARKS.md,
-    twenty-third run). The narrow products go first and the main one last: 66.0-66.8 us the other way round. In a
-    loop flattened with the tile loop, ptxas serializes the products ("wgmma.mma_async instructions are serialized
-    due to non wgmma instructions defining accumulator registers"): 88.6-89.3 us. The parts are issued as narrower
-    matrix instructions (64 and 32 columns at 192x192, with 8 warps), which keep the tensor pipe less busy than a
-    whole tile's: 71.8% against cuBLAS's 82.6% at 3072x1536x4096, both 128 CTAs fed the same bytes from L2
-    (BENCHMARKS.md, twenty-fifth run). The warp-group family (WARP_GROUPS, tune_gemm.kernels.warp_group_family)
-    computes such tiles with a warp group per 64 rows and instructions as wide as each part: 56.0 us there
-    (twenty-sixth run)."""
+    one wave of 132 SMs and took 60.8-60.9 us, against 90.9-92.5 for 144 tiles of 128x256. The narrow products go
+    first and the main one last: 66.0-66.8 us the other way round. In a loop flattened with the tile loop, ptxas
+    serializes the products ("wgmma.mma_async instructions are serialized due to non wgmma instructions defining
+    accumulator registers"): 88.6-89.3 us. The parts are issued as narrower matrix instructions (64 and 32 columns
+    at 192x192, with 8 warps), which keep the tensor pipe less busy than a
+    whole tile's: 71.8% against cuBLAS's 82.6% at 3072x1536x4096, both 128 CTAs fed the same bytes from L2.
+    The warp-group family (WARP_GROUPS, tune_gemm.kernels.warp_group_family) computes such tiles with a warp group
+    per 64 rows and instructions as wide as each part: 56.0 us there."""
     acc = tl.zeros((MAIN_M, MAIN_N), dtype=acc_dtype)
     if EXTRA_N:
         acc_right = tl.zeros((MAIN_M, EXTRA_N), dtype=acc_dtype)
@@ -307,7 +306,7 @@ def edge_part(a_desc, b_desc, b_edge, c, c_edge, edge_claims, claim, first_claim
     robin after the whole tiles, they would go to programs that had one whole tile more as much as to those that
     had one fewer. Instead each program claims them from the counter `edge_claims` (zero at launch) once its whole
     tiles are done, until none is left: those that finish first take the most. At 4096x4112x4096 (fp16, H100) edge
-    tiles apart took 209-213 us against 220-224 us dealt round robin (BENCHMARKS.md, twelfth run). Claims
+    tiles apart took 209-213 us against 220-224 us dealt round robin. Claims
     first_claim.. are this edge's, one per row of tiles; `claim` is the program's current one, and the first it
     holds past this edge's is returned (the next edge's, if any).
 
@@ -359,7 +358,7 @@ def stream_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, workspa
     second adds the other's slot to its own and finishes the tile. Nobody waits for anybody, so this holds
     in any order the programs run (the interpreter runs them one after another). A share walked as one loop
     pipelined across its tiles was slower still: at 3072x1536x4096 (fp16, H100) 92.2 us at best (128x128 tiles)
-    against this design's 90.7 (128x256) (BENCHMARKS.md, twenty-fifth run)."""
+    against this design's 90.7 (128x256)."""
     start = tl.program_id(axis=0)
     programs = tl.num_programs(axis=0)
     iterations = (num_pid_m * num_pid_n - first_tile) * k_tiles
@@ -409,7 +408,7 @@ def split_k_part(a_desc, b_desc, c, bias_ptr, scale_a_ptr, scale_b_ptr, partials
     Units run tile by tile (a tile's slices, then the next tile's), so a tile's slices run side by side on
     neighbouring programs, finish together, and the last of them reads the others' partials while they are fresh
     in L2: on the H100 (fp16, 128x128 tiles in 4 slices) 128x4096x14336 took 59.7-59.9 us so, against 61.1-61.2
-    with all tiles' first slices first (BENCHMARKS.md, seventeenth run). Each slice puts its partial tile where the
+    with all tiles' first slices first. Each slice puts its partial tile where the
     tile's partials go (tile_partials: its own slot with SLOT_SUM, the tile's running sum with ATOMIC_SUM), then
     counts itself in on the tile's counter in `arrivals`; the last to arrive takes the sum (summed_partials),
     finishes the tile (scales, bias, store) and leaves the counter, and a running sum, zero for the next launch.

@@ -162,7 +162,7 @@ def tail_options(slices: int) -> dict:
 def pdl_options(after_copies: bool) -> dict:
     """Launch options of a GEMM that follows its padding copy: a programmatic dependent launch (Hopper+), whose
     programs wait for the copy inside the kernel (AFTER_COPIES) instead of behind it in the stream, which hides the
-    gap between the two kernels: at 4095x4097x1023 (fp16, H100) a launch took 75.3-76.0 us so against 76.6-77.3 us
-    (BENCHMARKS.md, tenth run). The interpreter, which knows no grid dependencies, never gets them."""
+    gap between the two kernels: at 4095x4097x1023 (fp16, H100) a launch took 75.3-76.0 us so against 76.6-77.3 us.
+    The interpreter, which knows no grid dependencies, never gets them."""
     return {"AFTER_COPIES": True, "launch_pdl": True} if after_copies else {}
 

@@ -93,7 +93,7 @@ def operand_row_bytes(problem: GemmProblem) -> tuple[int, int]:
 DOT_MIN_ROWS = 16
 # The bytes of one vector load: a tile without a matrix instruction gives each thread at least one of its elements.
 # Eight, not sixteen: 1024 threads of 4 fp16 each read a row of 4096, as max-autotune's reduction kernel does, and
-# tiles so were among the fastest at 1x4096x14336 on the H100 (BENCHMARKS.md, thirty-third run).
+# tiles so were among the fastest at 1x4096x14336 on the H100.
 VECTOR_BYTES = 8
 # The widest tile a Triton dot or a copy-engine block takes (wgmma's n); wider ones are the warp-group kernel's
 # (tune_gemm.space.rules.warp_group).
@@ -156,7 +156,7 @@ def _k_tiling(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 def _group_m(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Grouping needs two rows of tiles or more. The seed also dropped every GROUP_M that groups all the rows
     # (GROUP_M*BLOCK_M >= M), which walks the tiles column by column, each column of B read by all its rows of
-    # tiles in turn. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md eighteenth run), that order is what a
+    # tiles in turn. Measured on the H100 (Triton 3.6, fp16), that order is what a
     # few rows of tiles need: 64x128 tiles at 256x4096x14336 took 65.6 us with GROUP_M 4, 86.3 with 1; at
     # 256x14336x4096 81 against 164. Of the GROUP_M values that group all the rows, which all walk the tiles
     # alike, pruning keeps the smallest (repeats_group_order).

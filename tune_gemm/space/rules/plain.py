@@ -31,7 +31,7 @@ def _static_shape_where_it_pays(problem: GemmProblem, config: Config, device: De
     # bench_gemm's windows. Past one wave of short programs that share of the time vanishes, while the knob costs
     # a compile per shape at run time; there it is not tried. A tile without a matrix instruction is the exception:
     # its program is a loop of loads, whose address and mask arithmetic the constants fold away. On the H100 (fp16,
-    # B column-major, L2 flushed, interleaved; BENCHMARKS.md, thirty-third run), at 1x4096x14336 BM1_BN1_BK4096 with
+    # B column-major, L2 flushed, interleaved), at 1x4096x14336 BM1_BN1_BK4096 with
     # 32 warps took 44.6 us with STATIC_SHAPE and 59.3 without (max-autotune's reduction kernel, whose sizes are
     # constants, 45.2), BK2048 with 8 warps 46.3 and 48.0.
     if not config.STATIC_SHAPE or without_instruction(config):

@@ -46,7 +46,7 @@ def _tma_tile(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
     # The TMA family exists for Hopper's warpgroup MMA on large tiles: 64-row warpgroup tiles at least 64 wide, whole
     # warpgroups of 4 warps, K tiles of at least 128 bytes (the copy engine's widest swizzle, which keeps the matrix
     # units' shared-memory reads free of bank conflicts; BLOCK_K >= 128 for 1-byte inputs. On the H100, fp16, 64-byte K
-    # tiles with deeper pipelines took 1.08-1.37x as long as 128-byte ones: BENCHMARKS.md, twenty-fourth run), at least
+    # tiles with deeper pipelines took 1.08-1.37x as long as 128-byte ones: BENCHMARKS.md), at least
     # double buffering (a single stage leaves the copy engine nothing to overlap), and a K split only with its partials
     # summed inside the kernel (FUSED_REDUCE: the family has no reduction kernel; rule tma_split_k). Any input type:
     # 16-bit, 8-bit (fp8/bf8 with their scales, int8 into int32) and fp32 as tf32 (BLOCK_K >= 32). wgmma reads 8-bit and
@@ -113,7 +113,7 @@ def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceP
     # EPILOGUE_SUBTILE; the same configs with 8 warps run. Each such config cost a config timeout and a new child.
     # With C stored through its descriptor, tiles past 64x128 fail in Triton's warp-specialization pass: 330 of 590
     # distinct 4-warp configs of six shapes, every one with BLOCK_M > 64 or BLOCK_N > 128, on Triton 3.6, 3.7, 3.8
-    # and 3.9 alike (compiled for sm_90a; BENCHMARKS.md, twentieth run). Each cost a compile slot per shape.
+    # and 3.9 alike (compiled for sm_90a). Each cost a compile slot per shape.
     if not (config.WARP_SPECIALIZE and config.num_warps == 4):
         return True
     max_m, max_n = WARP_SPECIALIZED_TILE_4_WARPS
@@ -124,7 +124,7 @@ def _warp_specialize_warps(problem: GemmProblem, config: Config, device: DeviceP
 def _swap_ab(problem: GemmProblem, config: Config, device: DeviceProfile, tile_rules: tuple[Rule, ...]) -> bool:
     # C^T = B^T A^T runs a tile's long side along the other dimension. Measured on the H100 (Triton 3.6, fp16): at
     # 4095x4097x1023 a 128x256 tile covers C^T with 528 tiles, four waves of 132, where C takes 544, five waves; it
-    # ran in 77.9 us against 82.3 for the best config on C (BENCHMARKS.md, tenth run). Where C^T takes as many tiles
+    # ran in 77.9 us against 82.3 for the best config on C. Where C^T takes as many tiles
     # as C, the swap changes nothing but the operands' layouts, so it is kept only where it takes fewer. The tile
     # rules must hold for the problem the kernel computes, C^T. A bias on C's rows would fall on C^T's columns,
     # which the kernel does not add; clusters (a column-major A, measured wrong) and mixed or 8-bit inputs were not
@@ -141,7 +141,7 @@ def _swap_ab(problem: GemmProblem, config: Config, device: DeviceProfile, tile_r
 
 def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # Rows that start 16-byte aligned but off a 128-byte line the copy engine reads as they are, each row of a tile
-    # straddling two lines. Measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, eleventh run): copying them into
+    # straddling two lines. Measured on the H100 (Triton 3.6, fp16): copying them into
     # rows of whole lines took 8192x2056x4096 (B's rows 4112 bytes) from 304.5 to 241.3 us, and 4096x4096x4104 (A's
     # rows 8208 bytes) from 190.7 to 211.3 us, so the tuner measures both. Elsewhere the knob copies nothing.
     if not config.ALIGN_ROWS:
@@ -153,7 +153,7 @@ def _align_rows(problem: GemmProblem, config: Config, device: DeviceProfile) -> 
 COMPOUND_TILE_COST = 1.10  # a compound tile's time per output element against a power-of-two tile's
 # The same for the warp-group kernel's tiles wider than WIDEST_PART, whose 256-column part is the widest matrix
 # instruction: at 4096x3072x4096 128x384 took 136.6-136.9 us in two waves (256 tiles), 128x256 139.8-140.1 in three
-# (384 tiles), the same output elements per SM (H100, Triton 3.6, fp16, BENCHMARKS.md, twenty-ninth run)
+# (384 tiles), the same output elements per SM (H100, Triton 3.6, fp16)
 WIDE_TILE_COST = 0.98
 COMPOUND_LEAST_PART = 64  # the smallest part of a compound side: a warpgroup's rows, as tma_tile asks of whole tiles
 
@@ -169,13 +169,13 @@ def _compound_tile(problem: GemmProblem, config: Config, device: DeviceProfile) 
     # A side that is not a power of two (192 = 128 + 64) exists only in the TMA family, whose kernel computes the parts
     # as up to four products per K step (tune_gemm.kernels.tma_family.compound_tile), whole tiles only: no split K,
     # stream-K, split tail or edge tiles, not in clusters (not measured with them). Each part is at least a warpgroup's
-    # 64 rows, on N too: parts of 32 columns lost wherever measured (twenty-fourth run: 256x160 tiles at 3000x5000x4096,
+    # 64 rows, on N too: parts of 32 columns lost wherever measured (256x160 tiles at 3000x5000x4096,
     # 2.9 waves, 223.9 us against 194.0 for 256x128 in 3.6 waves; 192x96 at 1536x1536x4096, the tile cuBLAS runs there,
     # 39.7 us against 38.0 for 128x192). Not with warp specialization: the compound tile's loops are not flattened, and
     # with them apart Triton 3.6 compiles WARP_SPECIALIZE to the same PTX as without, a duplicate to time. The
     # warp-group kernel (rule warp_groups) multiplies parts of 32 columns at full width: its 192x96 tiles took 35.4 us
-    # at 1536x1536x4096 against 38.4 for the TMA family's 128x192 (BENCHMARKS.md, twenty-sixth run). Such a tile pays
-    # only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-third run),
+    # at 1536x1536x4096 against 38.4 for the TMA family's 128x192. Such a tile pays
+    # only by filling the SMs' waves better: measured on the H100 (Triton 3.6, fp16),
     # 192x192 tiles took 1.10 times as long per output element as 128x256 at 4096^3 (233.3-241.5 us for 484 tiles,
     # 189.5-193.9 for 512, four waves each), but 60.8-60.9 us at 3072x1536x4096 (128 tiles, one wave) against 90.9-92.5
     # (144 tiles, two). So it is kept only where its waves, at COMPOUND_TILE_COST (WIDE_TILE_COST for the warp-group

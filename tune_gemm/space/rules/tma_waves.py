@@ -54,7 +54,7 @@ def _stream_k(problem: GemmProblem, config: Config, device: DeviceProfile) -> bo
 def _split_tail(problem: GemmProblem, config: Config, device: DeviceProfile) -> bool:
     # The tiles past the last whole wave in K slices (tune_gemm.core.geometry.tail_slices) pay only where those
     # tiles are few enough that each is cut into at least TAIL_LEAST_SLICES: measured on the H100 (Triton 3.6, fp16,
-    # BENCHMARKS.md, twenty-second run), 128x256 tiles at 5120x5120x4096 (8 tiles past six waves, 8 slices each) took
+    # BENCHMARKS.md), 128x256 tiles at 5120x5120x4096 (8 tiles past six waves, 8 slices each) took
     # 330.8-335.0 us against 357.4-362.7 whole, but at 4096x5120x4096 (112 tiles past four waves, 2 slices each)
     # 264.4-290.6 against 235.1-256.9. Not with warp specialization, whose loop the tail's would follow unmeasured.
     return not config.WARP_SPECIALIZE and tail_slices(problem, config, device) >= TAIL_LEAST_SLICES
@@ -82,7 +82,7 @@ def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # A last column of tiles that N fills only in part spends its matrix instructions on columns past N; the edge
     # tiles compute it narrower. Kept only where they are narrower than a whole tile, and not with stream-K (which
     # shares out whole tiles) or clusters, neither measured with it. Measured on the H100 (Triton 3.6, fp16,
-    # BENCHMARKS.md, twelfth run): with warp specialization and 4 warps every config failed to compile
+    # BENCHMARKS.md): with warp specialization and 4 warps every config failed to compile
     # ("PassManager::run failed"), 59 of 59 at 8192x2056x4096 and at 4096x4112x4096, where 26 of their twins without
     # the edge tiles compiled.
     if not config.NARROW_EDGE:
@@ -95,7 +95,7 @@ def _narrow_edge(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     if config.NARROW_EDGE == NarrowEdge.FUSED:
         return _fused_edge(problem, config, device, widths)
     # Edge tiles in K slices (NarrowEdge.SPLIT) only where they are split at all: else they are APART's. Measured
-    # on the H100 (Triton 3.6, fp16, BENCHMARKS.md, twenty-first run): at 4096x4248x4096, 256x128 tiles in groups of
+    # on the H100 (Triton 3.6, fp16): at 4096x4248x4096, 256x128 tiles in groups of
     # 2-8 rows with 16 edge tiles in 8 slices took 228.1-231.6 us, the same tiles with the edge fused 236.9-240.0.
     return config.NARROW_EDGE != NarrowEdge.SPLIT or edge_slices(problem, config, device) > 1
 
@@ -104,11 +104,11 @@ def _fused_edge(problem: GemmProblem, config: Config, device: DeviceProfile, wid
     # A fused edge tile needs a whole tile beside it (each of two edge widths its own); its stages hold that tile's
     # B columns and the edge's, and its two accumulators live in registers together; the first edge width is the
     # wider. Up to 3/4 of a thread's registers for them: measured on the H100
-    # (Triton 3.6, fp16, BENCHMARKS.md, fourteenth run), a 128x256 tile with 128 edge columns beside it (8 warps,
+    # (Triton 3.6, fp16), a 128x256 tile with 128 edge columns beside it (8 warps,
     # 192 accumulator registers a thread) compiled to 218 registers without spills and was the fastest of its twins at
     # 8192x2144x4096 (223.3 us; edge tiles apart 231.0). Width costs little: 16, 32 and 64 edge columns beside a
     # 128x256 tile took 66.6, 67.7 and 68.5 us at 8192x272x4096. With two widths, 128 + 32 columns past tiles of 256
-    # fused took 8192x2200x4096 to 228.4 us, against 244.5 without edge tiles and 245.9 apart (fifteenth run).
+    # fused took 8192x2200x4096 to 228.4 us, against 244.5 without edge tiles and 245.9 apart.
     n = problem.M if config.SWAP_AB else problem.N
     wider = replace(config, BLOCK_SIZE_N=config.BLOCK_SIZE_N + widths[0])  # the whole tile and its edge, side by side
     return (n >= len(widths) * config.BLOCK_SIZE_N and shared_memory_bytes(problem, wider) <= device.max_shared_bytes

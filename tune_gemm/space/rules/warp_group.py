@@ -35,11 +35,11 @@ def _warp_group_tiles(problem: GemmProblem, config: Config, device: DeviceProfil
     # (Triton 3.6, fp16), 256x160 took no stack, 256x192 spilled 1696 bytes. Tiles 96 wide (64 + 32) are that
     # kernel's with 192 rows only: Triton's compound tiles of 32-column parts lost wherever measured (rule
     # compound_tile), the kernel's own 128x96 and 256x96 too (48.6 and 42.7 us at 1536x1536x4096 against 35.4 and
-    # 35.0 for 192x96: BENCHMARKS.md, twenty-sixth and twenty-seventh runs).
+    # 35.0 for 192x96: BENCHMARKS.md).
     compound_width = block_parts(config.BLOCK_SIZE_N)[1] > 0
     if config.BLOCK_SIZE_N > WIDEST_PART:
         # 128x320 took 61.5 us at 2048x2560x4096 (one wave of 128 tiles, as cuBLAS's 320x128 runs C^T) against 66.3 for
-        # 256x160 and 61.7 for cuBLAS (H100, Triton 3.6, fp16, BENCHMARKS.md, twenty-ninth run)
+        # 256x160 and 61.7 for cuBLAS (H100, Triton 3.6, fp16)
         return (config.BLOCK_SIZE_M == 2 * WARP_GROUP_ROWS and config.num_warps == warp_group_warps(config)
                 and config.BLOCK_SIZE_N <= WIDEST_OF_TWO_WARP_GROUPS)
     if config.num_warps == 12:
@@ -59,7 +59,7 @@ def _warp_groups(problem: GemmProblem, config: Config, device: DeviceProfile) ->
     # 16-bit inputs of one dtype, A row-major, B either way; K tiles of 64 or 128 bytes (the widest the copy engine's
     # 128-byte swizzle takes); whole tiles only, no clusters; every operand's rows and C's 16-byte aligned (it reads and
     # stores them through descriptors as they are, with no padded copies). Measured on the H100 (Triton 3.6, fp16,
-    # BENCHMARKS.md, twenty-sixth run): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages took
+    # BENCHMARKS.md): at 3072x1536x4096 its 192x192 tiles with 32-element K tiles and six stages took
     # 56.0 us, the TMA family's 61.4, cuBLAS 55.0; with 64-element K tiles and three stages 59.2.
     if not config.WARP_GROUPS:
         return config.num_warps not in WARP_GROUP_ONLY_WARPS and config.BLOCK_SIZE_N <= WIDEST_PART
