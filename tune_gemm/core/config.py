@@ -172,6 +172,16 @@ def kernel_switches(config: Config) -> dict[str, bool]:
     return {knob: getattr(config, knob) == 1 for knob in KERNEL_KNOBS}
 
 
+def tma_variant_knobs(config: Config) -> dict[str, bool]:
+    """The TMA family's host-side knobs of a config, as tune_gemm.kernels.tma_family.TmaVariant names them: stream_k
+    is stream-K's (StreamK.STREAM_K), split_tail the split tail's; fused_edge and split_edge say how NARROW_EDGE
+    computes its edge tiles."""
+    return {"epilogue_subtile": bool(config.EPILOGUE_SUBTILE), "stream_k": config.STREAM_K == StreamK.STREAM_K,
+            "swap_ab": bool(config.SWAP_AB), "align_rows": bool(config.ALIGN_ROWS),
+            "narrow_edge": bool(config.NARROW_EDGE), "fused_edge": config.NARROW_EDGE == NarrowEdge.FUSED,
+            "split_edge": config.NARROW_EDGE == NarrowEdge.SPLIT, "split_tail": config.STREAM_K == StreamK.SPLIT_TAIL}
+
+
 def _hint_token(hint: str) -> str:
     return hint.upper().replace("-", "_")
 

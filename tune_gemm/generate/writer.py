@@ -16,12 +16,10 @@ from string import Template
 
 from tune_gemm.core.config import (
     ATOMIC_REDUCE,
-    FUSED_EDGE,
     HOPPER_KNOBS,
-    SPLIT_EDGE,
-    SPLIT_TAIL,
     Config,
     kernel_switches,
+    tma_variant_knobs,
 )
 from tune_gemm.core.problem import GemmProblem
 from tune_gemm.generate.naming import (
@@ -125,11 +123,11 @@ def $compiler():
     )
 ''')
 
-_TMA_VARIANT = Template('''
-VARIANT_$config_name = TmaVariant(
-    epilogue_subtile=$EPILOGUE_SUBTILE, stream_k=$STREAM_K, swap_ab=$SWAP_AB, align_rows=$ALIGN_ROWS,
-    narrow_edge=$NARROW_EDGE, fused_edge=$FUSED_EDGE, split_edge=$SPLIT_EDGE, split_tail=$SPLIT_TAIL,
-)''')
+def _tma_variant(config: Config) -> str:
+    """VARIANT_<config>: the config's TMA knobs (tma_variant_knobs), four a line."""
+    knobs = [f"{name}={value}," for name, value in tma_variant_knobs(config).items()]
+    lines = (" ".join(knobs[start:start + 4]) for start in range(0, len(knobs), 4))
+    return f"\nVARIANT_{config} = TmaVariant(\n" + "".join(f"    {line}\n" for line in lines) + ")"
 
 _TMA_KERNEL = Template('''
 
@@ -265,8 +263,6 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
                **kernel_switches(config), "FUSED_REDUCE": fused_reduce},
             fused_reduce=f",\n    fused_reduce={fused_reduce}.value"
             if config.FUSED_REDUCE else "",
-            FUSED_EDGE=config.NARROW_EDGE == FUSED_EDGE, SPLIT_EDGE=config.NARROW_EDGE == SPLIT_EDGE,
-            SPLIT_TAIL=config.STREAM_K == SPLIT_TAIL,
             options=_options(config), shape_parameters=_shape_parameters(config),
         )
         constants = f"CONFIG_{config}"
@@ -277,7 +273,7 @@ def render(problem: GemmProblem, configs: list[Config], filename: str) -> str:
                          bound=_one_a_line(names["kernel"], constants))
         elif config.PERSISTENT_TMA:
             parts.append(_TMA_KERNEL.substitute(names))
-            calls = dict(launch="launch_tma", compile="compile_tma_config", variant=_TMA_VARIANT.substitute(names),
+            calls = dict(launch="launch_tma", compile="compile_tma_config", variant=_tma_variant(config),
                          bound=_one_a_line(names["kernel"], constants, f"VARIANT_{config}"))
         else:
             parts.append(_KERNEL.substitute(names))

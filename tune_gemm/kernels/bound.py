@@ -24,13 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import tune_gemm.kernels.matmul_family as family
-from tune_gemm.core.config import (
-    FUSED_EDGE,
-    SPLIT_EDGE,
-    SPLIT_TAIL,
-    Config,
-    kernel_switches,
-)
+from tune_gemm.core.config import Config, kernel_switches, tma_variant_knobs
 from tune_gemm.kernels import tma_family
 
 INTERPRETED: bool = family.INTERPRETED
@@ -67,12 +61,7 @@ def _tile_constants(config: Config) -> dict:
 
 def tma_variant(config: Config) -> tma_family.TmaVariant:
     """The TMA family knobs a launch of `config` acts on, as a generated module's VARIANT_<config> holds them."""
-    return tma_family.TmaVariant(epilogue_subtile=bool(config.EPILOGUE_SUBTILE), stream_k=config.STREAM_K == 1,
-                                 swap_ab=bool(config.SWAP_AB), align_rows=bool(config.ALIGN_ROWS),
-                                 narrow_edge=bool(config.NARROW_EDGE),
-                                 fused_edge=config.NARROW_EDGE == FUSED_EDGE,
-                                 split_edge=config.NARROW_EDGE == SPLIT_EDGE,
-                                 split_tail=config.STREAM_K == SPLIT_TAIL)
+    return tma_family.TmaVariant(**tma_variant_knobs(config))
 
 
 @functools.cache
